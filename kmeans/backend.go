@@ -1,0 +1,107 @@
+package kmeans
+
+import "context"
+
+// A Backend runs the data-parallel half of k-means: labelling every point
+// with its nearest centroid and accumulating per-cluster statistics.
+//
+// The engine (Run) owns everything else: seeding, the centroid update,
+// empty-cluster re-seeding and the stopping rule, so that every backend
+// gives the same answer. The CPU backend is CPU; the CUDA backend lives in
+// package cudakern.
+type Backend interface {
+	// Name identifies the backend in reports, e.g. "cpu" or "cuda:0 NVIDIA H100".
+	Name() string
+	// Open makes pts resident (on the device, for a GPU) for a run of at
+	// most opt.MaxK clusters. The points must not change until the Session
+	// is closed.
+	Open(pts *Points, opt SessionOptions) (Session, error)
+}
+
+// SessionOptions tunes a Session. None of them changes a result.
+type SessionOptions struct {
+	MaxK      int
+	Algorithm Algorithm // which exact assignment method to use; "" is the backend's best
+	Update    Update    // how sums are accumulated; "" is the backend's best
+	Workers   int       // CPU threads; 0 means GOMAXPROCS
+}
+
+// A Session holds points resident between iterations.
+//
+// A Session is used by one goroutine at a time.
+type Session interface {
+	// Assign labels every point with its nearest centroid (squared
+	// Euclidean distance, ties to the lowest index) and writes the
+	// per-cluster statistics of that labelling to st. centroids holds
+	// k·Dim coordinates, k ≤ MaxK; st must have room for k clusters.
+	Assign(ctx context.Context, centroids []int32, st *Stats) error
+	// Labels copies the labels of the last Assign into dst (one per point).
+	Labels(dst []int32) error
+	// Farthest returns up to m points, as indices, that are farthest from
+	// their centroid of the last Assign: by decreasing distance, then by
+	// increasing coordinates, one point per distinct coordinate vector, and
+	// only points at a positive distance with a positive weight.
+	Farthest(m int) ([]int, error)
+	// Close releases the session's resources.
+	Close() error
+}
+
+// Stats are the per-cluster statistics of one labelling. All values are
+// exact, so they do not depend on the order in which points were visited.
+type Stats struct {
+	Counts  []uint64 // total weight of each cluster
+	Sums    []int64  // weighted coordinate sums, k·Dim
+	Inertia uint64   // Σ weight·distance² to the assigned centroid
+	Moved   uint64   // total weight of points whose label changed (all of them on the first Assign)
+}
+
+// Reset sizes st for k clusters in dim dimensions and zeroes it.
+func (st *Stats) Reset(k, dim int) {
+	st.Counts = resize(st.Counts, k)
+	st.Sums = resize(st.Sums, k*dim)
+	clear(st.Counts)
+	clear(st.Sums)
+	st.Inertia, st.Moved = 0, 0
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// Algorithm names an exact assignment method. Every algorithm gives the
+// labels of plain Lloyd; they differ only in the work they skip.
+type Algorithm string
+
+// The assignment methods.
+const (
+	// Auto lets the backend choose, from measured cost.
+	Auto Algorithm = ""
+	// Lloyd compares every point with every centroid.
+	Lloyd Algorithm = "lloyd"
+	// Bounds keeps, per point, an upper bound on the distance to its own
+	// centroid and a lower bound on the distance to every other one
+	// (Hamerly; GS_k-means' global selector) and skips points whose bounds
+	// prove the label cannot change.
+	Bounds Algorithm = "bounds"
+	// WuHong starts each point from its previous centroid and walks the
+	// centroids in order of their distance from it, stopping by the
+	// triangle inequality (Wu & Hong, ICD/RID).
+	WuHong Algorithm = "wuhong"
+	// GEMM forms distances as ‖x‖² + ‖c‖² − 2x·c with a matrix product.
+	GEMM Algorithm = "gemm"
+)
+
+// Update names how a backend accumulates the per-cluster sums.
+type Update string
+
+// The update strategies.
+const (
+	UpdateAuto   Update = ""
+	UpdateAtomic Update = "atomic" // one atomic add per point
+	UpdateBlock  Update = "block"  // per-block shared sums, one atomic per block and cluster
+	UpdateSorted Update = "sorted" // sort points by label, then segment sums
+	UpdateHost   Update = "host"   // labels back to the host, sums there
+)

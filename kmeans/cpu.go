@@ -1,0 +1,375 @@
+package kmeans
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+)
+
+// CPU is the backend that runs on the host's cores.
+var CPU Backend = cpuBackend{}
+
+type cpuBackend struct{}
+
+func (cpuBackend) Name() string { return "cpu" }
+
+func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
+	if err := pts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &cpuSession{
+		pts:     pts,
+		dim:     pts.Dim,
+		n:       pts.Len(),
+		workers: opt.Workers,
+	}
+	switch opt.Algorithm {
+	case Auto, Bounds:
+		s.bounds = true
+	case Lloyd:
+	default:
+		return nil, fmt.Errorf("kmeans: the cpu backend has no algorithm %q", opt.Algorithm)
+	}
+	switch opt.Update {
+	case UpdateAuto, UpdateHost:
+	default:
+		return nil, fmt.Errorf("kmeans: the cpu backend has no update strategy %q", opt.Update)
+	}
+	if s.workers <= 0 {
+		s.workers = runtime.GOMAXPROCS(0)
+	}
+	lo, _ := pts.Bounds()
+	s.origin = make([]int64, s.dim)
+	for j, v := range lo {
+		s.origin[j] = int64(v)
+	}
+	s.labels = make([]int32, s.n)
+	if s.bounds {
+		s.upper = make([]float64, s.n)
+		s.lower = make([]float64, s.n)
+	}
+	return s, nil
+}
+
+// chunk is the number of points a worker takes at a time. It is fixed, so
+// the split of work never depends on the number of workers.
+const chunk = 4096
+
+// cpuSession keeps, besides the labels, the statistics of the current
+// labelling: when a point changes cluster only its own contribution moves,
+// so an iteration costs work in proportion to the points that may move.
+type cpuSession struct {
+	pts     *Points
+	dim, n  int
+	workers int
+	bounds  bool
+	origin  []int64 // per-dimension minimum of the points; squared sums are taken about it
+
+	valid  bool // labels and statistics describe a labelling of k clusters
+	k      int
+	labels []int32
+	// Hamerly bounds, relative to the geometry's drift sums:
+	// upper[i] + cumDrift[label] ≥ distance to its centroid and
+	// lower[i] − cumMax ≤ distance to every other centroid (Euclidean).
+	upper, lower []float64
+	prev         []int32 // centroids of the last Assign
+
+	counts []uint64 // Σw per cluster
+	sums   []int64  // Σw·x per cluster and dimension
+	sq     []uint64 // Σw·|x−origin|² per cluster
+
+	geo  geometry
+	part []partial
+}
+
+// partial holds one worker's changes to the per-cluster statistics.
+type partial struct {
+	counts []int64
+	sums   []int64
+	sq     []int64
+	moved  uint64
+	direct uint64 // Σw·d² over all points, for the Lloyd algorithm
+}
+
+func (p *partial) reset(k, dim int) {
+	p.counts = resize(p.counts, k)
+	p.sums = resize(p.sums, k*dim)
+	p.sq = resize(p.sq, k)
+	clear(p.counts)
+	clear(p.sums)
+	clear(p.sq)
+	p.moved, p.direct = 0, 0
+}
+
+// move records that point x of weight w left cluster from (-1: none) for to.
+func (p *partial) move(x []int32, o []int64, w uint64, from, to int) {
+	dim := len(x)
+	var q int64
+	for j, v := range x {
+		d := int64(v) - o[j]
+		q += d * d
+	}
+	iw := int64(w)
+	if from >= 0 {
+		p.counts[from] -= iw
+		p.sq[from] -= iw * q
+		s := p.sums[from*dim : (from+1)*dim]
+		for j, v := range x {
+			s[j] -= iw * int64(v)
+		}
+	}
+	p.counts[to] += iw
+	p.sq[to] += iw * q
+	s := p.sums[to*dim : (to+1)*dim]
+	for j, v := range x {
+		s[j] += iw * int64(v)
+	}
+	p.moved += w
+}
+
+func (s *cpuSession) Close() error {
+	*s = cpuSession{}
+	return nil
+}
+
+func (s *cpuSession) Labels(dst []int32) error {
+	if !s.valid {
+		return errors.New("kmeans: Labels before Assign")
+	}
+	copy(dst, s.labels)
+	return nil
+}
+
+func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) error {
+	if s.pts == nil {
+		return errors.New("kmeans: Assign on a closed session")
+	}
+	if len(centroids) == 0 || len(centroids)%s.dim != 0 {
+		return fmt.Errorf("kmeans: %d centroid coordinates for dimension %d", len(centroids), s.dim)
+	}
+	k := len(centroids) / s.dim
+	fresh := !s.valid || k != s.k
+	if fresh {
+		s.k = k
+		s.counts = resize(s.counts, k)
+		s.sums = resize(s.sums, k*s.dim)
+		s.sq = resize(s.sq, k)
+		clear(s.counts)
+		clear(s.sums)
+		clear(s.sq)
+		s.prev = s.prev[:0]
+	}
+	s.geo.build(centroids, s.dim, s.prev, s.bounds)
+
+	_, workers := chunks(s.n, s.workers)
+	if len(s.part) < workers {
+		s.part = append(s.part, make([]partial, workers-len(s.part))...)
+	}
+	for w := range workers {
+		s.part[w].reset(k, s.dim)
+	}
+	err := forChunks(ctx, s.n, workers, func(w, _, lo, hi int) {
+		if s.bounds {
+			s.assignBounds(&s.part[w], lo, hi, fresh)
+		} else {
+			s.assignLloyd(&s.part[w], lo, hi, fresh)
+		}
+	})
+	if err != nil {
+		s.valid = false // some chunks were left undone
+		return err
+	}
+
+	var moved, direct uint64
+	for _, p := range s.part[:workers] {
+		for c := range k {
+			s.counts[c] = uint64(int64(s.counts[c]) + p.counts[c])
+			s.sq[c] = uint64(int64(s.sq[c]) + p.sq[c])
+		}
+		for i, v := range p.sums[:k*s.dim] {
+			s.sums[i] += v
+		}
+		moved += p.moved
+		direct += p.direct
+	}
+	s.valid = true
+	s.prev = append(s.prev[:0], centroids...)
+
+	st.Reset(k, s.dim)
+	copy(st.Counts, s.counts)
+	copy(st.Sums, s.sums)
+	st.Moved = moved
+	if s.bounds {
+		st.Inertia = s.inertia(centroids)
+	} else {
+		st.Inertia = direct
+	}
+	return nil
+}
+
+// inertia evaluates Σ_c Σ_{x∈c} w|x−c|² from the running sums as
+// Σw|x−o|² − 2(c−o)·Σw(x−o) + W|c−o|², exactly.
+func (s *cpuSession) inertia(centroids []int32) uint64 {
+	var total int128
+	for c := range s.k {
+		w := int64(s.counts[c])
+		if w == 0 {
+			continue
+		}
+		t := u128(s.sq[c])
+		for j := range s.dim {
+			cj := int64(centroids[c*s.dim+j]) - s.origin[j]
+			sj := s.sums[c*s.dim+j] - s.origin[j]*w // exact: the true value fits, wrapping cancels
+			t = t.sub(mul64(2*cj, sj)).add(mul64(cj*cj, w))
+		}
+		total = total.add(t)
+	}
+	return total.uint64()
+}
+
+// assignLloyd compares every point with every centroid.
+func (s *cpuSession) assignLloyd(p *partial, lo, hi int, fresh bool) {
+	g := &s.geo
+	for i := lo; i < hi; i++ {
+		x := s.pts.Coords[i*s.dim : (i+1)*s.dim]
+		best, d := g.scan(x)
+		w := s.pts.Weight(i)
+		p.direct += w * d
+		a := int(s.labels[i])
+		if fresh {
+			a = -1
+		}
+		if best != a {
+			p.move(x, s.origin, w, a, best)
+			s.labels[i] = int32(best)
+		}
+	}
+}
+
+// eps sets the margin that keeps the float bounds safe: a bound is only
+// trusted when it wins by more than eps times the magnitudes involved, far
+// above the rounding error of the few operations that formed it.
+const eps = 1e-9
+
+// assignBounds skips points whose Hamerly bounds prove that their label
+// cannot change and searches the others exactly.
+func (s *cpuSession) assignBounds(p *partial, lo, hi int, fresh bool) {
+	g := &s.geo
+	for i := lo; i < hi; i++ {
+		x := s.pts.Coords[i*s.dim : (i+1)*s.dim]
+		a := int(s.labels[i])
+		if !fresh {
+			cd := g.cumDrift[a]
+			u := s.upper[i] + cd
+			l := s.lower[i] - g.cumMax
+			bound := max(l, g.half[a])
+			m := math.Abs(s.upper[i]) + cd + g.cumMax + 1
+			if !math.IsInf(bound, 1) {
+				m += math.Abs(bound)
+			}
+			margin := eps * m
+			if u+margin < bound {
+				continue
+			}
+			da := Dist(x, centroidAt(g.cent, s.dim, a))
+			if u = sqrt(da); u+margin < bound {
+				s.upper[i] = u - cd
+				continue
+			}
+			best, d1, d2 := g.search(x, a, da)
+			s.upper[i] = sqrt(d1) - g.cumDrift[best]
+			s.lower[i] = sqrt(d2) + g.cumMax
+			if best != a {
+				p.move(x, s.origin, s.pts.Weight(i), a, best)
+				s.labels[i] = int32(best)
+			}
+			continue
+		}
+		best, d1, d2 := g.search(x, -1, 0)
+		s.upper[i] = sqrt(d1) - g.cumDrift[best]
+		s.lower[i] = sqrt(d2) + g.cumMax
+		p.move(x, s.origin, s.pts.Weight(i), -1, best)
+		s.labels[i] = int32(best)
+	}
+}
+
+func sqrt(d uint64) float64 {
+	if d == math.MaxUint64 {
+		return math.Inf(1)
+	}
+	return math.Sqrt(float64(d))
+}
+
+func centroidAt(c []int32, dim, i int) []int32 { return c[i*dim : (i+1)*dim : (i+1)*dim] }
+
+// Farthest implements Session.
+func (s *cpuSession) Farthest(m int) ([]int, error) {
+	if !s.valid {
+		return nil, errors.New("kmeans: Farthest before Assign")
+	}
+	return farthest(s.pts, s.labels, s.prev, m), nil
+}
+
+// farthest returns up to m points farthest from their centroids, by
+// decreasing distance and then increasing coordinates, one per distinct
+// coordinate vector, skipping points of zero weight or distance.
+func farthest(pts *Points, labels []int32, centroids []int32, m int) []int {
+	type cand struct {
+		i int
+		d uint64
+	}
+	if m <= 0 {
+		return nil
+	}
+	dim := pts.Dim
+	less := func(a, b cand) bool { // a before b
+		if a.d != b.d {
+			return a.d > b.d
+		}
+		return compareCoords(pts.At(a.i), pts.At(b.i)) < 0
+	}
+	var top []cand
+	for i := range pts.Len() {
+		if pts.Weight(i) == 0 {
+			continue
+		}
+		x := pts.At(i)
+		d := Dist(x, centroidAt(centroids, dim, int(labels[i])))
+		if d == 0 {
+			continue
+		}
+		c := cand{i, d}
+		if len(top) == m && !less(c, top[m-1]) {
+			continue
+		}
+		k := sort.Search(len(top), func(j int) bool { return !less(top[j], c) })
+		if k < len(top) && compareCoords(pts.At(top[k].i), x) == 0 {
+			continue // same coordinates, hence the same distance
+		}
+		if len(top) < m {
+			top = append(top, cand{})
+		}
+		copy(top[k+1:], top[k:])
+		top[k] = c
+	}
+	out := make([]int, len(top))
+	for j, c := range top {
+		out[j] = c.i
+	}
+	return out
+}
+
+func compareCoords(a, b []int32) int {
+	for j := range a {
+		if a[j] != b[j] {
+			if a[j] < b[j] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}

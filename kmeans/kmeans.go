@@ -1,0 +1,163 @@
+// Package kmeans clusters weighted points with exact, deterministic k-means.
+//
+// Points live on an integer grid (see Points and Scale), so distances, sums
+// and inertia are computed exactly: the result of Run depends only on the
+// points, the Config and the seed, never on the number of CPU cores, the
+// backend, or the order in which work is done. Ties go to the lowest
+// cluster index.
+//
+// Run seeds centroids (weighted k-means++ with greedy local trials, random
+// points, or given centroids; fixed centroids that never move), then runs
+// Lloyd iterations on a Backend until the labels stop changing, the relative
+// improvement of the inertia falls under a tolerance, or an iteration limit
+// is reached. Clusters that become empty are re-seeded with the points
+// farthest from their centroids.
+package kmeans
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+)
+
+func defaultWorkers() int { return runtime.GOMAXPROCS(0) }
+
+// Init names a seeding method.
+type Init string
+
+// The seeding methods.
+const (
+	// InitKMeansPP is weighted k-means++ with greedy local trials: each new
+	// centroid is the best of several candidates drawn with probability
+	// proportional to weight × squared distance to the nearest centroid.
+	InitKMeansPP Init = "kmeans++"
+	// InitRandom draws centroids among the points with probability
+	// proportional to weight, one per distinct coordinate vector.
+	InitRandom Init = "random"
+	// InitGiven starts from Config.Centroids.
+	InitGiven Init = "given"
+)
+
+// Defaults used where a Config leaves a field zero.
+const (
+	DefaultMaxIter = 300
+	DefaultTol     = 1e-5
+)
+
+// Config describes one clustering. The zero value of every field but K
+// selects the default, and the defaults give the best quality in one run.
+type Config struct {
+	// K is the number of clusters. Fewer are returned when the points have
+	// fewer distinct coordinate vectors.
+	K int
+	// Init is the seeding method; "" means InitKMeansPP.
+	Init Init
+	// Centroids holds K·Dim initial coordinates for InitGiven.
+	Centroids []int32
+	// Fixed holds F·Dim coordinates of centroids that never move. They
+	// are clusters 0…F-1 of the result; seeding chooses the other K−F.
+	Fixed []int32
+	// MaxIter bounds the number of Lloyd iterations of each start.
+	MaxIter int
+	// Tol stops a start when the inertia improves by less than Tol
+	// relative to its value. A start always stops when no label changes.
+	// A negative Tol runs until no label changes or MaxIter.
+	Tol float64
+	// Trials is the number of candidates per k-means++ step; 0 means
+	// 2 + ⌊ln K⌋, as scikit-learn does.
+	Trials int
+	// Starts is the number of independent seeded starts; the one of least
+	// inertia wins. 0 chooses automatically.
+	Starts int
+	// Seed makes the random choices reproducible.
+	Seed uint64
+	// Algorithm and Update choose how the backend works; they never change
+	// the result.
+	Algorithm Algorithm
+	Update    Update
+	// Backend runs the assignment; nil means the CPU backend.
+	Backend Backend
+	// Workers is the number of CPU threads; 0 means GOMAXPROCS. It never
+	// changes the result.
+	Workers int
+}
+
+// Iteration reports the progress of Run after each Lloyd iteration.
+type Iteration struct {
+	Start     int      // which seeded start (0-based)
+	Index     int      // iteration within the start (0-based)
+	Centroids []int32  // updated centroids, K·Dim; valid during the callback only
+	Counts    []uint64 // weight of each cluster under the labelling of this iteration
+	Inertia   uint64   // inertia of the labelling of this iteration
+	Moved     uint64   // weight of points whose label changed
+}
+
+// Model is the result of Run.
+type Model struct {
+	Dim        int
+	Centroids  []int32  // K·Dim
+	Counts     []uint64 // weight of each cluster
+	Labels     []int32  // the cluster of each point
+	Inertia    uint64   // Σ weight · squared distance to the centroid
+	Iterations int      // Lloyd iterations of the winning start
+	Converged  bool     // whether the winning start stopped before MaxIter
+	Start      int      // index of the winning start
+	Starts     int      // number of starts run
+	Backend    string   // name of the backend that ran it
+}
+
+// K returns the number of clusters in m.
+func (m *Model) K() int { return len(m.Counts) }
+
+// Centroid returns the coordinates of cluster i. The slice aliases m.Centroids.
+func (m *Model) Centroid(i int) []int32 { return m.Centroids[i*m.Dim : (i+1)*m.Dim : (i+1)*m.Dim] }
+
+// Nearest returns the cluster whose centroid is nearest to x, ties to the
+// lowest index.
+func (m *Model) Nearest(x []int32) int { return nearest(m.Centroids, m.Dim, x) }
+
+func nearest(centroids []int32, dim int, x []int32) int {
+	best, bestD := 0, uint64(math.MaxUint64)
+	for c := 0; c*dim < len(centroids); c++ {
+		if d := Dist(x, centroids[c*dim:(c+1)*dim]); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// ErrNoPoints is returned by Run for a point set with no positive weight.
+var ErrNoPoints = errors.New("kmeans: no points with positive weight")
+
+func (cfg *Config) check(pts *Points) error {
+	if err := pts.validate(append(cfg.Fixed[:len(cfg.Fixed):len(cfg.Fixed)], cfg.Centroids...)); err != nil {
+		return err
+	}
+	if cfg.K < 1 {
+		return fmt.Errorf("kmeans: K = %d, want ≥ 1", cfg.K)
+	}
+	d := pts.Dim
+	if len(cfg.Fixed)%d != 0 {
+		return fmt.Errorf("kmeans: %d fixed coordinates is not a multiple of dimension %d", len(cfg.Fixed), d)
+	}
+	if len(cfg.Fixed)/d > cfg.K {
+		return fmt.Errorf("kmeans: %d fixed centroids for K = %d", len(cfg.Fixed)/d, cfg.K)
+	}
+	switch cfg.Init {
+	case "", InitKMeansPP, InitRandom:
+	case InitGiven:
+		if len(cfg.Centroids) != cfg.K*d {
+			return fmt.Errorf("kmeans: %d given coordinates, want K·Dim = %d", len(cfg.Centroids), cfg.K*d)
+		}
+	default:
+		return fmt.Errorf("kmeans: unknown init %q", cfg.Init)
+	}
+	if cfg.MaxIter < 0 || cfg.Starts < 0 || cfg.Trials < 0 || cfg.Workers < 0 {
+		return errors.New("kmeans: negative MaxIter, Starts, Trials or Workers")
+	}
+	if math.IsNaN(cfg.Tol) {
+		return errors.New("kmeans: Tol is NaN")
+	}
+	return nil
+}

@@ -1,0 +1,301 @@
+package kmeans
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// randomPoints returns n points in dim dimensions with coordinates in
+// [0, span) and weights in [1, 5], drawn from a few Gaussian-like blobs so
+// that the clustering has structure, with many exact duplicates and ties
+// when span is small.
+func randomPoints(seed uint64, n, dim int, span int32) *Points {
+	r := rand.New(rand.NewPCG(seed, 1))
+	centres := make([]int32, 8*dim)
+	for i := range centres {
+		centres[i] = r.Int32N(span)
+	}
+	p := &Points{Dim: dim, Coords: make([]int32, n*dim), Weights: make([]uint32, n)}
+	for i := range n {
+		c := r.IntN(8)
+		for j := range dim {
+			v := centres[c*dim+j] + int32(r.NormFloat64()*float64(span)/10)
+			p.Coords[i*dim+j] = min(max(v, 0), span-1)
+		}
+		p.Weights[i] = 1 + r.Uint32N(5)
+	}
+	return p
+}
+
+// referenceLloyd is textbook weighted Lloyd with the engine's rounding and
+// stopping rule, written for clarity, not speed.
+func referenceLloyd(p *Points, cent []int32, maxIter int, tol float64) ([]int32, []int32, uint64) {
+	dim, n, k := p.Dim, p.Len(), len(cent)/p.Dim
+	cent = slices.Clone(cent)
+	labels := make([]int32, n)
+	assign := func() uint64 {
+		var in uint64
+		for i := range n {
+			best, bd := 0, ^uint64(0)
+			for c := range k {
+				if d := Dist(p.At(i), cent[c*dim:(c+1)*dim]); d < bd {
+					best, bd = c, d
+				}
+			}
+			labels[i] = int32(best)
+			in += p.Weight(i) * bd
+		}
+		return in
+	}
+	var prev uint64
+	for it := 0; ; it++ {
+		in := assign()
+		next := slices.Clone(cent)
+		var empty []int
+		for c := range k {
+			var w uint64
+			s := make([]int64, dim)
+			for i := range n {
+				if int(labels[i]) == c {
+					w += p.Weight(i)
+					for j := range dim {
+						s[j] += int64(p.Weight(i)) * int64(p.At(i)[j])
+					}
+				}
+			}
+			if w == 0 {
+				empty = append(empty, c)
+				continue
+			}
+			for j := range dim {
+				next[c*dim+j] = roundDiv(s[j], w)
+			}
+		}
+		if len(empty) > 0 {
+			// the farthest points, one per distinct coordinate vector
+			order := make([]int, 0, n)
+			for i := range n {
+				if p.Weight(i) > 0 && Dist(p.At(i), cent[int(labels[i])*dim:]) > 0 {
+					order = append(order, i)
+				}
+			}
+			d := func(i int) uint64 { return Dist(p.At(i), cent[int(labels[i])*dim:(int(labels[i])+1)*dim]) }
+			slices.SortStableFunc(order, func(a, b int) int {
+				if da, db := d(a), d(b); da != db {
+					if da > db {
+						return -1
+					}
+					return 1
+				}
+				return compareCoords(p.At(a), p.At(b))
+			})
+			e := 0
+			for o, i := range order {
+				if e == len(empty) {
+					break
+				}
+				if o > 0 && compareCoords(p.At(order[o-1]), p.At(i)) == 0 {
+					continue
+				}
+				copy(next[empty[e]*dim:(empty[e]+1)*dim], p.At(i))
+				e++
+			}
+		}
+		same := slices.Equal(next, cent)
+		settled := same || (it > 0 && in <= prev && float64(prev-in) <= tol*float64(in))
+		cent = next
+		if settled || it+1 >= maxIter {
+			return cent, labels, assign()
+		}
+		prev = in
+	}
+}
+
+func TestLloydMatchesReference(t *testing.T) {
+	for _, tc := range []struct {
+		seed   uint64
+		n, dim int
+		span   int32
+		k      int
+	}{
+		{1, 2000, 3, 2040, 16},
+		{2, 3000, 3, 40, 12}, // many duplicates and exact ties
+		{3, 500, 5, 1000, 7},
+		{4, 1500, 1, 300, 9},
+		{5, 4000, 3, 2040, 64},
+	} {
+		p := randomPoints(tc.seed, tc.n, tc.dim, tc.span)
+		init := slices.Clone(p.Coords[:tc.k*tc.dim])
+		// make initial centroids distinct so that no cluster starts empty
+		for c := range tc.k {
+			init[c*tc.dim] = int32(c * 3)
+		}
+		wantC, wantL, wantI := referenceLloyd(p, init, 50, DefaultTol)
+		for _, algo := range []Algorithm{Lloyd, Bounds} {
+			m, err := Run(context.Background(), p, Config{K: tc.k, Init: InitGiven, Centroids: init, MaxIter: 50, Algorithm: algo}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(m.Centroids, wantC) || !slices.Equal(m.Labels, wantL) || m.Inertia != wantI {
+				t.Errorf("seed %d %s: centroids/labels/inertia differ from the reference (inertia %d, want %d)", tc.seed, algo, m.Inertia, wantI)
+			}
+		}
+	}
+}
+
+func TestDeterministicAcrossWorkersAndAlgorithms(t *testing.T) {
+	p := randomPoints(7, 30000, 3, 2040)
+	var first *Model
+	for _, algo := range []Algorithm{Bounds, Lloyd} {
+		for _, w := range []int{1, 2, 3, 8} {
+			m, err := Run(context.Background(), p, Config{K: 32, Seed: 42, Workers: w, Algorithm: algo}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == nil {
+				first = m
+				continue
+			}
+			if !slices.Equal(m.Centroids, first.Centroids) || !slices.Equal(m.Labels, first.Labels) || m.Inertia != first.Inertia || m.Iterations != first.Iterations {
+				t.Fatalf("%s with %d workers differs from the first run", algo, w)
+			}
+		}
+	}
+}
+
+// expand returns the points of p with every point repeated weight times,
+// each of weight 1, in a shuffled order.
+func expand(p *Points, seed uint64) *Points {
+	var idx []int
+	for i := range p.Len() {
+		for range p.Weight(i) {
+			idx = append(idx, i)
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, 2))
+	r.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+	q := &Points{Dim: p.Dim}
+	for _, i := range idx {
+		q.Coords = append(q.Coords, p.At(i)...)
+	}
+	return q
+}
+
+func TestWeightsEqualRepeatedPoints(t *testing.T) {
+	p := randomPoints(9, 3000, 3, 500)
+	q := expand(p, 1)
+	init := slices.Clone(p.Coords[:10*3])
+	a, err := Run(context.Background(), p, Config{K: 10, Init: InitGiven, Centroids: init}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(context.Background(), q, Config{K: 10, Init: InitGiven, Centroids: init}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Centroids, b.Centroids) || a.Inertia != b.Inertia || !slices.Equal(a.Counts, b.Counts) {
+		t.Fatalf("weighted and repeated points disagree: inertia %d vs %d", a.Inertia, b.Inertia)
+	}
+}
+
+func TestFixedCentroidsStay(t *testing.T) {
+	p := randomPoints(11, 5000, 3, 2040)
+	fixed := []int32{0, 0, 0, 2039, 2039, 2039, 1000, 20, 1500}
+	m, err := Run(context.Background(), p, Config{K: 8, Fixed: fixed, Seed: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.Centroids[:len(fixed)], fixed) {
+		t.Fatalf("fixed centroids moved: %v", m.Centroids[:len(fixed)])
+	}
+	if m.K() != 8 {
+		t.Fatalf("K = %d, want 8", m.K())
+	}
+}
+
+func TestFewerDistinctPointsThanK(t *testing.T) {
+	p := &Points{Dim: 3, Coords: []int32{0, 0, 0, 8, 8, 8, 0, 0, 0, 16, 0, 8}, Weights: []uint32{3, 1, 2, 5}}
+	for _, init := range []Init{InitKMeansPP, InitRandom} {
+		m, err := Run(context.Background(), p, Config{K: 10, Init: init}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.K() != 3 || m.Inertia != 0 {
+			t.Fatalf("%s: K = %d inertia %d, want 3 clusters and inertia 0", init, m.K(), m.Inertia)
+		}
+		for i, l := range m.Labels {
+			if !slices.Equal(m.Centroid(int(l)), p.At(i)) {
+				t.Fatalf("%s: point %d labelled with a centroid that is not its own", init, i)
+			}
+		}
+	}
+}
+
+func TestEmptyClusterReseeded(t *testing.T) {
+	// Two far groups; three given centroids, one of them far from
+	// everything, so its cluster is empty after the first assignment.
+	p := &Points{Dim: 1}
+	for v := range 100 {
+		p.Coords = append(p.Coords, int32(v%10), int32(1000+v%10))
+	}
+	m, err := Run(context.Background(), p, Config{K: 3, Init: InitGiven, Centroids: []int32{0, 1000, 5000}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, w := range m.Counts {
+		if w == 0 {
+			t.Fatalf("cluster %d empty after re-seeding: %v", c, m.Counts)
+		}
+	}
+}
+
+func TestCallbackAndCancel(t *testing.T) {
+	p := randomPoints(13, 20000, 3, 2040)
+	calls := 0
+	m, err := Run(context.Background(), p, Config{K: 20, Seed: 1}, func(it Iteration) {
+		if it.Index != calls || len(it.Centroids) != 20*3 || len(it.Counts) != 20 {
+			t.Fatalf("iteration %d: index %d, %d centroid coordinates", calls, it.Index, len(it.Centroids))
+		}
+		calls++
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != m.Iterations {
+		t.Fatalf("%d callbacks for %d iterations", calls, m.Iterations)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = Run(ctx, p, Config{K: 20, Seed: 1}, func(it Iteration) {
+		if it.Index == 1 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	p := randomPoints(1, 10, 3, 100)
+	for _, cfg := range []Config{
+		{K: 0},
+		{K: 2, Init: InitGiven, Centroids: []int32{1, 2, 3}},
+		{K: 1, Fixed: []int32{1, 2, 3, 4, 5, 6}},
+		{K: 2, Init: "nope"},
+		{K: 2, Algorithm: "nope"},
+	} {
+		if _, err := Run(context.Background(), p, cfg, nil); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+	if _, err := Run(context.Background(), &Points{Dim: 3, Coords: []int32{1, 2, 3}, Weights: []uint32{0}}, Config{K: 1}, nil); !errors.Is(err, ErrNoPoints) {
+		t.Errorf("zero weight: err = %v", err)
+	}
+	huge := &Points{Dim: 1, Coords: []int32{-1 << 30, 1 << 30}}
+	if _, err := Run(context.Background(), huge, Config{K: 1}, nil); !errors.Is(err, ErrRange) {
+		t.Errorf("huge span: err = %v", err)
+	}
+}

@@ -1,0 +1,157 @@
+package kmeans
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// Scale is the number of grid steps per unit that colour points use: a
+// coordinate x of a colour space (an RGB channel in 0..255, an L*, a* or b*
+// value) is stored as round(x·Scale).
+//
+// With Scale = 8 every difference of two colour coordinates is below 2¹¹ in
+// magnitude, so a squared distance in three dimensions is below 2²⁴: it is
+// exact in int32, in float32 and in any order of evaluation, which is what lets
+// every backend compute the same labels.
+const Scale = 8
+
+// Points is a set of weighted points on an integer grid.
+//
+// Point i has coordinates Coords[i*Dim : (i+1)*Dim] and weight Weights[i]
+// (a pixel count for deduplicated colours). A nil Weights gives every point
+// weight 1. Points with weight 0 are allowed and take no part in the sums.
+//
+// All arithmetic on points is exact: distances are integers, sums are
+// integers, so results never depend on the order in which work is done.
+type Points struct {
+	Dim     int
+	Coords  []int32
+	Weights []uint32
+}
+
+// Len returns the number of points.
+func (p *Points) Len() int {
+	if p.Dim <= 0 {
+		return 0
+	}
+	return len(p.Coords) / p.Dim
+}
+
+// At returns the coordinates of point i. The slice aliases p.Coords.
+func (p *Points) At(i int) []int32 { return p.Coords[i*p.Dim : (i+1)*p.Dim : (i+1)*p.Dim] }
+
+// Weight returns the weight of point i.
+func (p *Points) Weight(i int) uint64 {
+	if p.Weights == nil {
+		return 1
+	}
+	return uint64(p.Weights[i])
+}
+
+// TotalWeight returns the sum of all weights.
+func (p *Points) TotalWeight() uint64 {
+	if p.Weights == nil {
+		return uint64(p.Len())
+	}
+	var t uint64
+	for _, w := range p.Weights {
+		t += uint64(w)
+	}
+	return t
+}
+
+// Bounds returns the smallest and largest value of each coordinate.
+func (p *Points) Bounds() (lo, hi []int32) {
+	lo = make([]int32, p.Dim)
+	hi = make([]int32, p.Dim)
+	for j := range lo {
+		lo[j], hi[j] = math.MaxInt32, math.MinInt32
+	}
+	for i := 0; i < len(p.Coords); i += p.Dim {
+		for j := 0; j < p.Dim; j++ {
+			v := p.Coords[i+j]
+			lo[j] = min(lo[j], v)
+			hi[j] = max(hi[j], v)
+		}
+	}
+	return lo, hi
+}
+
+// ErrRange reports points whose coordinates or weights are too large for the
+// exact 64-bit arithmetic of the engine.
+var ErrRange = errors.New("kmeans: points too large for exact arithmetic")
+
+// Validate checks that p is well formed and that every distance, sum and
+// inertia the engine can form from it fits in 64 bits.
+func (p *Points) Validate() error { return p.validate(nil) }
+
+// validate is Validate with extra coordinate vectors (given or fixed
+// centroids) that must share the points' range.
+func (p *Points) validate(extra []int32) error {
+	if p.Dim <= 0 {
+		return fmt.Errorf("kmeans: dimension %d, want > 0", p.Dim)
+	}
+	if len(p.Coords)%p.Dim != 0 {
+		return fmt.Errorf("kmeans: %d coordinates is not a multiple of dimension %d", len(p.Coords), p.Dim)
+	}
+	n := p.Len()
+	if p.Weights != nil && len(p.Weights) != n {
+		return fmt.Errorf("kmeans: %d weights for %d points", len(p.Weights), n)
+	}
+	if n == 0 {
+		return nil
+	}
+	lo, hi := p.Bounds()
+	for i := 0; i+p.Dim <= len(extra); i += p.Dim {
+		for j := 0; j < p.Dim; j++ {
+			lo[j] = min(lo[j], extra[i+j])
+			hi[j] = max(hi[j], extra[i+j])
+		}
+	}
+	// Centroids stay inside the bounding box, so a coordinate difference is
+	// at most the span; a distance is at most Dim·span².
+	var maxDist uint64
+	for j := range lo {
+		span := uint64(int64(hi[j]) - int64(lo[j]))
+		if span >= 1<<30 {
+			return ErrRange
+		}
+		sq := span * span
+		var carry uint64
+		maxDist, carry = bits.Add64(maxDist, sq, 0)
+		if carry != 0 {
+			return ErrRange
+		}
+	}
+	hiw, lossw := bits.Mul64(maxDist, p.TotalWeight())
+	if hiw != 0 || lossw >= 1<<63 {
+		return ErrRange
+	}
+	for j := range lo {
+		m := max(uint64(absInt32(lo[j])), uint64(absInt32(hi[j])))
+		hiS, loS := bits.Mul64(m, p.TotalWeight())
+		if hiS != 0 || loS >= 1<<63 {
+			return ErrRange
+		}
+	}
+	return nil
+}
+
+func absInt32(v int32) int64 {
+	if v < 0 {
+		return -int64(v)
+	}
+	return int64(v)
+}
+
+// Dist returns the squared Euclidean distance between a and b, exactly.
+func Dist(a, b []int32) uint64 {
+	var s uint64
+	for j := range a {
+		d := int64(a[j]) - int64(b[j])
+		s += uint64(d * d)
+	}
+	return s
+}
