@@ -310,13 +310,13 @@ func (s *cpuSession) Farthest(m int) ([]int, error) {
 	if !s.valid {
 		return nil, errors.New("kmeans: Farthest before Assign")
 	}
-	return farthest(s.pts, s.labels, s.prev, m), nil
+	return Farthest(s.pts, s.labels, s.prev, m), nil
 }
 
-// farthest returns up to m points farthest from their centroids, by
-// decreasing distance and then increasing coordinates, one per distinct
-// coordinate vector, skipping points of zero weight or distance.
-func farthest(pts *Points, labels []int32, centroids []int32, m int) []int {
+// Farthest returns up to m points farthest from their centroids, as
+// Session.Farthest defines them, given each point's label and the
+// centroids. Backends may use it on the host.
+func Farthest(pts *Points, labels []int32, centroids []int32, m int) []int {
 	type cand struct {
 		i int
 		d uint64
