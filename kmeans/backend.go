@@ -46,6 +46,16 @@ type Session interface {
 	Close() error
 }
 
+// A Profiler is a Session that can also measure, for the labelling of its
+// last Assign, what each cluster adds to the inertia and its utility: how
+// much the inertia would grow if its centroid were removed and its points
+// went to their next-nearest centroids. Breathing k-means (Run's
+// refinement) uses both; for sessions that are not Profilers the engine
+// computes them on the host.
+type Profiler interface {
+	Profile(ctx context.Context, inertia, utility []uint64) error
+}
+
 // Stats are the per-cluster statistics of one labelling. All values are
 // exact, so they do not depend on the order in which points were visited.
 type Stats struct {
@@ -90,6 +100,11 @@ const (
 	// centroids in order of their distance from it, stopping by the
 	// triangle inequality (Wu & Hong, ICD/RID).
 	WuHong Algorithm = "wuhong"
+	// KDTree is the filtering algorithm of Kanungo et al. (2002): points
+	// in a kd-tree, whole boxes assigned to a centroid once every other
+	// candidate is farther from all of the box. The CPU backend's choice
+	// in few dimensions.
+	KDTree Algorithm = "kdtree"
 	// GEMM forms distances as ‖x‖² + ‖c‖² − 2x·c with a matrix product.
 	GEMM Algorithm = "gemm"
 )

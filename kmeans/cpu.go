@@ -20,11 +20,23 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 	if err := pts.Validate(); err != nil {
 		return nil, err
 	}
+	switch opt.Update {
+	case UpdateAuto, UpdateHost:
+	default:
+		return nil, fmt.Errorf("kmeans: the cpu backend has no update strategy %q", opt.Update)
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if opt.Algorithm == KDTree || (opt.Algorithm == Auto && pts.Dim <= maxTreeDim) {
+		return newTreeSession(pts, workers), nil
+	}
 	s := &cpuSession{
 		pts:     pts,
 		dim:     pts.Dim,
 		n:       pts.Len(),
-		workers: opt.Workers,
+		workers: workers,
 	}
 	switch opt.Algorithm {
 	case Auto, Bounds:
@@ -32,14 +44,6 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 	case Lloyd:
 	default:
 		return nil, fmt.Errorf("kmeans: the cpu backend has no algorithm %q", opt.Algorithm)
-	}
-	switch opt.Update {
-	case UpdateAuto, UpdateHost:
-	default:
-		return nil, fmt.Errorf("kmeans: the cpu backend has no update strategy %q", opt.Update)
-	}
-	if s.workers <= 0 {
-		s.workers = runtime.GOMAXPROCS(0)
 	}
 	lo, _ := pts.Bounds()
 	s.origin = make([]int64, s.dim)
@@ -53,6 +57,10 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 	}
 	return s, nil
 }
+
+// maxTreeDim is the largest dimension for which Auto picks the kd-tree:
+// beyond a few dimensions boxes stop separating centroids.
+const maxTreeDim = 6
 
 // chunk is the number of points a worker takes at a time. It is fixed, so
 // the split of work never depends on the number of workers.
@@ -210,24 +218,30 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 	return nil
 }
 
-// inertia evaluates Σ_c Σ_{x∈c} w|x−c|² from the running sums as
-// Σw|x−o|² − 2(c−o)·Σw(x−o) + W|c−o|², exactly.
+// inertia evaluates Σ_c Σ_{x∈c} w|x−c|² from the running sums.
 func (s *cpuSession) inertia(centroids []int32) uint64 {
 	var total int128
 	for c := range s.k {
-		w := int64(s.counts[c])
-		if w == 0 {
-			continue
-		}
-		t := u128(s.sq[c])
-		for j := range s.dim {
-			cj := int64(centroids[c*s.dim+j]) - s.origin[j]
-			sj := s.sums[c*s.dim+j] - s.origin[j]*w // exact: the true value fits, wrapping cancels
-			t = t.sub(mul64(2*cj, sj)).add(mul64(cj*cj, w))
-		}
-		total = total.add(t)
+		total = total.add(clusterInertia(s.counts[c], s.sums[c*s.dim:(c+1)*s.dim], s.sq[c], s.origin, centroidAt(centroids, s.dim, c)))
 	}
 	return total.uint64()
+}
+
+// clusterInertia returns Σ w|x−c|² over a cluster of weight w, weighted
+// coordinate sums sums and Σw|x−o|² = sq, as Σw|x−o|² − 2(c−o)·Σw(x−o) +
+// W|c−o|², exactly.
+func clusterInertia(w uint64, sums []int64, sq uint64, o []int64, c []int32) int128 {
+	if w == 0 {
+		return int128{}
+	}
+	iw := int64(w)
+	t := u128(sq)
+	for j, s := range sums {
+		cj := int64(c[j]) - o[j]
+		sj := s - o[j]*iw // exact: the true value fits, wrapping cancels
+		t = t.sub(mul64(2*cj, sj)).add(mul64(cj*cj, iw))
+	}
+	return t
 }
 
 // assignLloyd compares every point with every centroid.

@@ -70,6 +70,16 @@ type Config struct {
 	// Starts is the number of independent seeded starts; the one of least
 	// inertia wins. 0 chooses automatically.
 	Starts int
+	// Coarse is the size of the reduced point set that seeding and the
+	// starts run on before the winner is refined on all points: points
+	// are merged into grid cells, as small as allow at most Coarse cells.
+	// 0 chooses automatically; a negative value runs the starts on all
+	// points.
+	Coarse int
+	// Breathe is the depth of breathing k-means after Lloyd converges.
+	Breathe int
+	BreatheCoarseOnly bool
+	FinalTol          float64
 	// Seed makes the random choices reproducible.
 	Seed uint64
 	// Algorithm and Update choose how the backend works; they never change
@@ -87,6 +97,7 @@ type Config struct {
 type Iteration struct {
 	Start     int      // which seeded start (0-based)
 	Index     int      // iteration within the start (0-based)
+	Coarse    bool     // whether it ran on the reduced point set (see Config.Coarse)
 	Centroids []int32  // updated centroids, K·Dim; valid during the callback only
 	Counts    []uint64 // weight of each cluster under the labelling of this iteration
 	Inertia   uint64   // inertia of the labelling of this iteration

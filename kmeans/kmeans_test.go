@@ -134,7 +134,7 @@ func TestLloydMatchesReference(t *testing.T) {
 			init[c*tc.dim] = int32(c * 3)
 		}
 		wantC, wantL, wantI := referenceLloyd(p, init, 50, DefaultTol)
-		for _, algo := range []Algorithm{Lloyd, Bounds} {
+		for _, algo := range []Algorithm{Lloyd, Bounds, KDTree} {
 			m, err := Run(context.Background(), p, Config{K: tc.k, Init: InitGiven, Centroids: init, MaxIter: 50, Algorithm: algo}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -148,19 +148,27 @@ func TestLloydMatchesReference(t *testing.T) {
 
 func TestDeterministicAcrossWorkersAndAlgorithms(t *testing.T) {
 	p := randomPoints(7, 30000, 3, 2040)
+	type step struct{ inertia, moved uint64 }
 	var first *Model
-	for _, algo := range []Algorithm{Bounds, Lloyd} {
+	var firstSteps []step
+	for _, algo := range []Algorithm{Bounds, Lloyd, KDTree} {
 		for _, w := range []int{1, 2, 3, 8} {
-			m, err := Run(context.Background(), p, Config{K: 32, Seed: 42, Workers: w, Algorithm: algo}, nil)
+			var steps []step
+			m, err := Run(context.Background(), p, Config{K: 32, Seed: 42, Workers: w, Algorithm: algo}, func(it Iteration) {
+				steps = append(steps, step{it.Inertia, it.Moved})
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if first == nil {
-				first = m
+				first, firstSteps = m, steps
 				continue
 			}
 			if !slices.Equal(m.Centroids, first.Centroids) || !slices.Equal(m.Labels, first.Labels) || m.Inertia != first.Inertia || m.Iterations != first.Iterations {
 				t.Fatalf("%s with %d workers differs from the first run", algo, w)
+			}
+			if !slices.Equal(steps, firstSteps) {
+				t.Fatalf("%s with %d workers: iterations report other inertia or moved weight", algo, w)
 			}
 		}
 	}
@@ -254,18 +262,25 @@ func TestEmptyClusterReseeded(t *testing.T) {
 
 func TestCallbackAndCancel(t *testing.T) {
 	p := randomPoints(13, 20000, 3, 2040)
-	calls := 0
+	next := map[[2]int]int{} // (start, coarse) → next index
+	final := 0
 	m, err := Run(context.Background(), p, Config{K: 20, Seed: 1}, func(it Iteration) {
-		if it.Index != calls || len(it.Centroids) != 20*3 || len(it.Counts) != 20 {
-			t.Fatalf("iteration %d: index %d, %d centroid coordinates", calls, it.Index, len(it.Centroids))
+		key := [2]int{it.Start, 0}
+		if it.Coarse {
+			key[1] = 1
+		} else {
+			final++
 		}
-		calls++
+		if it.Index != next[key] || len(it.Centroids) != 20*3 || len(it.Counts) != 20 {
+			t.Fatalf("start %d coarse %v: index %d, want %d; %d centroid coordinates", it.Start, it.Coarse, it.Index, next[key], len(it.Centroids))
+		}
+		next[key]++
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls != m.Iterations {
-		t.Fatalf("%d callbacks for %d iterations", calls, m.Iterations)
+	if final != m.Iterations || len(next) != m.Starts+1 {
+		t.Fatalf("%d final callbacks for %d iterations, %d stages for %d starts", final, m.Iterations, len(next), m.Starts)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err = Run(ctx, p, Config{K: 20, Seed: 1}, func(it Iteration) {
@@ -297,5 +312,46 @@ func TestBadConfig(t *testing.T) {
 	huge := &Points{Dim: 1, Coords: []int32{-1 << 30, 1 << 30}}
 	if _, err := Run(context.Background(), huge, Config{K: 1}, nil); !errors.Is(err, ErrRange) {
 		t.Errorf("huge span: err = %v", err)
+	}
+}
+
+func TestProfileMatchesHost(t *testing.T) {
+	for _, tc := range []struct {
+		seed uint64
+		n, k int
+		span int32
+	}{{1, 20000, 40, 2040}, {2, 5000, 7, 30}, {3, 10000, 2, 2040}} {
+		p := randomPoints(tc.seed, tc.n, 3, tc.span)
+		cent := slices.Clone(p.Coords[:tc.k*3])
+		for c := range tc.k {
+			cent[c*3] = int32(c * 5)
+		}
+		sess, err := CPU.Open(p, SessionOptions{Algorithm: KDTree})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st Stats
+		if err := sess.Assign(context.Background(), cent, &st); err != nil {
+			t.Fatal(err)
+		}
+		in, ut := make([]uint64, tc.k), make([]uint64, tc.k)
+		if err := sess.(Profiler).Profile(context.Background(), in, ut); err != nil {
+			t.Fatal(err)
+		}
+		r := runner{pts: p, cfg: Config{Workers: 1}}
+		hin, hut, err := r.profile(context.Background(), stage{pts: p, sess: struct{ Session }{sess}}, cent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(in, hin) || !slices.Equal(ut, hut) {
+			t.Fatalf("seed %d: tree profile differs from the host's\ninertia %v\nhost    %v\nutility %v\nhost    %v", tc.seed, in, hin, ut, hut)
+		}
+		var total uint64
+		for _, v := range in {
+			total += v
+		}
+		if total != st.Inertia {
+			t.Fatalf("seed %d: cluster inertias sum to %d, Assign said %d", tc.seed, total, st.Inertia)
+		}
 	}
 }

@@ -1,0 +1,167 @@
+package kmeans
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+)
+
+// nearest2 labels every point with its nearest centroid and returns, per
+// point, the squared distances to the nearest and the second-nearest one.
+func nearest2(ctx context.Context, pts *Points, cent []int32, workers int) (labels []int32, d1, d2 []uint64, err error) {
+	n, dim := pts.Len(), pts.Dim
+	var g geometry
+	g.build(cent, dim, nil, true)
+	labels = make([]int32, n)
+	d1 = make([]uint64, n)
+	d2 = make([]uint64, n)
+	err = forChunks(ctx, n, workers, func(_, _, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b, a, c := g.search(pts.At(i), -1, 0)
+			labels[i], d1[i], d2[i] = int32(b), a, c
+		}
+	})
+	return labels, d1, d2, err
+}
+
+// breathe improves a converged solution by breathing k-means (Fritzke
+// 2021): it adds m centroids next to the m of largest error, runs Lloyd,
+// removes the m centroids of least utility (the rise in inertia their
+// removal would cause), runs Lloyd again, and keeps the result when it
+// lowers the inertia; m starts at depth and falls by one after every cycle
+// that does not help.
+func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, depth int) (*Model, error) {
+	cfg, dim := &r.cfg, sg.pts.Dim
+	nfixed := len(cfg.Fixed) / dim
+	rng := newRand(cfg.Seed^0x9e3779b97f4a7c15, start)
+	best, cur := m, m // cur: the model the session last assigned
+	var st Stats
+	for md := depth; md > 0; {
+		k := best.K()
+		md = min(md, k-nfixed)
+		if md <= 0 {
+			break
+		}
+		if cur != best {
+			if err := sg.sess.Assign(ctx, best.Centroids, &st); err != nil {
+				return nil, err
+			}
+			cur = best
+		}
+		// Breathe in: a new centroid beside each of the md centroids of
+		// largest error.
+		errc, _, err := r.profile(ctx, sg, best.Centroids)
+		if err != nil {
+			return nil, err
+		}
+		order := make([]int, k)
+		for c := range order {
+			order[c] = c
+		}
+		sort.SliceStable(order, func(a, b int) bool { return errc[order[a]] > errc[order[b]] })
+		grown := slices.Clone(best.Centroids)
+		for _, c := range order[:md] {
+			y := slices.Clone(best.Centroid(c))
+			for j := range y {
+				y[j] += int32(rng.IntN(5)) - 2
+			}
+			grown = append(grown, y...)
+		}
+		mg, err := r.lloyd(ctx, sg, start, grown)
+		if err != nil {
+			return nil, err
+		}
+		cur = mg
+		// Breathe out: remove the md centroids of least utility, never
+		// two neighbours in one breath, never a fixed one.
+		kg := mg.K()
+		_, util, err := r.profile(ctx, sg, mg.Centroids)
+		if err != nil {
+			return nil, err
+		}
+		order = order[:0]
+		for c := nfixed; c < kg; c++ {
+			order = append(order, c)
+		}
+		sort.SliceStable(order, func(a, b int) bool { return util[order[a]] < util[order[b]] })
+		frozen := make([]bool, kg)
+		removed := make([]bool, kg)
+		left := md
+		for _, c := range order {
+			if left == 0 {
+				break
+			}
+			if frozen[c] {
+				continue
+			}
+			removed[c] = true
+			left--
+			// freeze the neighbours of c: centroids within 1.1 times
+			// the distance to its nearest other centroid
+			cc := mg.Centroid(c)
+			nn := uint64(math.MaxUint64)
+			for o := range kg {
+				if o != c {
+					nn = min(nn, Dist(cc, mg.Centroid(o)))
+				}
+			}
+			lim := 1.21 * float64(nn)
+			for o := range kg {
+				if o != c && float64(Dist(cc, mg.Centroid(o))) <= lim {
+					frozen[o] = true
+				}
+			}
+		}
+		var shrunk []int32
+		for c := range kg {
+			if !removed[c] {
+				shrunk = append(shrunk, mg.Centroid(c)...)
+			}
+		}
+		ms, err := r.lloyd(ctx, sg, start, shrunk)
+		if err != nil {
+			return nil, err
+		}
+		cur = ms
+		if ms.Inertia < best.Inertia {
+			best = ms
+		} else {
+			md--
+		}
+	}
+	if cur != best {
+		// leave the session labelled with the best centroids
+		if err := sg.sess.Assign(ctx, best.Centroids, &st); err != nil {
+			return nil, err
+		}
+	}
+	return best, nil
+}
+
+// profile returns what each cluster of the session's last Assign, whose
+// centroids were cent, adds to the inertia, and its utility (see
+// Profiler): from the session when it can, else on the host.
+func (r *runner) profile(ctx context.Context, sg stage, cent []int32) (inertia, utility []uint64, err error) {
+	k := len(cent) / sg.pts.Dim
+	inertia, utility = make([]uint64, k), make([]uint64, k)
+	if p, ok := sg.sess.(Profiler); ok {
+		return inertia, utility, p.Profile(ctx, inertia, utility)
+	}
+	workers := r.cfg.Workers
+	if workers == 0 {
+		workers = defaultWorkers()
+	}
+	labels, d1, d2, err := nearest2(ctx, sg.pts, cent, workers)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, l := range labels {
+		w := sg.pts.Weight(i)
+		inertia[l] += w * d1[i]
+		if d2[i] != math.MaxUint64 {
+			utility[l] += w * (d2[i] - d1[i])
+		}
+	}
+	return inertia, utility, nil
+}

@@ -1,0 +1,639 @@
+package kmeans
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// treeSession assigns points with the filtering algorithm of Kanungo,
+// Mount, Netanyahu, Piatko, Silverman and Wu ("An efficient k-means
+// clustering algorithm: analysis and implementation", 2002). The points
+// sit in a kd-tree whose nodes carry their bounding box and the weight,
+// coordinate sums and squared norms of their points. A pass walks the tree
+// with a list of candidate centroids, dropping every candidate that is
+// farther than another one from the whole box; a node left with one
+// candidate is assigned whole, its sums added at once. In the few
+// dimensions of colour data most of the tree is decided near the top, so
+// a pass costs far less than one distance per point.
+//
+// All tests are exact integer comparisons, and a candidate is only dropped
+// when another is strictly nearer to every point of the box, so the labels
+// are exactly those of Lloyd, ties to the lowest index.
+type treeSession struct {
+	pts     *Points
+	dim, n  int
+	workers int
+	origin  []int64 // per-dimension minimum; squared norms are taken about it
+
+	perm  []int32  // tree position → point index
+	xs    []int32  // coordinates in tree order
+	ws    []uint64 // weights in tree order
+	nodes []treeNode
+	lo    []int32 // node boxes, dim per node
+	hi    []int32
+	sums  []int64 // node Σw·x, dim per node
+	tasks []int32 // subtree roots that passes share among workers
+
+	// The last pass. state[node] is the centroid a node was assigned to
+	// whole, or -1 if the pass went down into it; nodes under a node
+	// assigned whole keep stale states, which are never read. labels[pos]
+	// holds the labels of points in leaves the pass went down into.
+	valid  bool
+	k      int
+	cent   []int32
+	state  []int32
+	labels []int32
+	counts []uint64 // Σw per cluster
+	csums  []int64  // Σw·x per cluster
+	sq     []uint64 // Σw|x−o|² per cluster
+	walks  []walker
+}
+
+type treeNode struct {
+	first, last int32 // tree positions of its points
+	left, right int32 // children; -1 for a leaf
+	w           uint64
+	q           uint64 // Σw|x−o|²
+}
+
+// leafSize is the most points a leaf holds.
+const leafSize = 8
+
+func newTreeSession(pts *Points, workers int) *treeSession {
+	n, dim := pts.Len(), pts.Dim
+	t := &treeSession{pts: pts, dim: dim, n: n, workers: workers}
+	lo, _ := pts.Bounds()
+	t.origin = make([]int64, dim)
+	for j, v := range lo {
+		t.origin[j] = int64(v)
+	}
+	t.perm = make([]int32, n)
+	for i := range t.perm {
+		t.perm[i] = int32(i)
+	}
+	est := 2*(n/leafSize+1) + 1
+	t.nodes = make([]treeNode, 0, est)
+	t.lo = make([]int32, 0, est*dim)
+	t.hi = make([]int32, 0, est*dim)
+	t.sums = make([]int64, 0, est*dim)
+	t.build(0, int32(n))
+	t.xs = make([]int32, n*dim)
+	t.ws = make([]uint64, n)
+	for pos, i := range t.perm {
+		copy(t.xs[pos*dim:(pos+1)*dim], pts.At(int(i)))
+		t.ws[pos] = pts.Weight(int(i))
+	}
+	t.state = make([]int32, len(t.nodes))
+	t.labels = make([]int32, n)
+	// Share the tree among workers by subtrees: the nodes of the first
+	// level that has at least 64 of them (or the leaves).
+	frontier := []int32{0}
+	for len(frontier) < 64 {
+		var next []int32
+		grew := false
+		for _, nd := range frontier {
+			if t.nodes[nd].left < 0 {
+				next = append(next, nd)
+				continue
+			}
+			next = append(next, t.nodes[nd].left, t.nodes[nd].right)
+			grew = true
+		}
+		frontier = next
+		if !grew {
+			break
+		}
+	}
+	t.tasks = frontier
+	return t
+}
+
+// build makes the node for tree positions [first, last) and returns its
+// index: boxes are tight, splits are at the median of the longest side.
+func (t *treeSession) build(first, last int32) int32 {
+	dim := t.dim
+	id := int32(len(t.nodes))
+	t.nodes = append(t.nodes, treeNode{first: first, last: last, left: -1, right: -1})
+	t.lo = append(t.lo, make([]int32, dim)...)
+	t.hi = append(t.hi, make([]int32, dim)...)
+	t.sums = append(t.sums, make([]int64, dim)...)
+	lo, hi := t.lo[int(id)*dim:int(id+1)*dim], t.hi[int(id)*dim:int(id+1)*dim]
+	for j := range dim {
+		lo[j], hi[j] = math.MaxInt32, math.MinInt32
+	}
+	for _, i := range t.perm[first:last] {
+		for j, v := range t.pts.At(int(i)) {
+			lo[j] = min(lo[j], v)
+			hi[j] = max(hi[j], v)
+		}
+	}
+	axis, span := 0, int64(-1)
+	for j := range dim {
+		if s := int64(hi[j]) - int64(lo[j]); s > span {
+			axis, span = j, s
+		}
+	}
+	if last-first <= leafSize || span == 0 {
+		nd := &t.nodes[id]
+		s := t.sums[int(id)*dim : int(id+1)*dim]
+		for _, i := range t.perm[first:last] {
+			w := t.pts.Weight(int(i))
+			var q int64
+			for j, v := range t.pts.At(int(i)) {
+				s[j] += int64(w) * int64(v)
+				d := int64(v) - t.origin[j]
+				q += d * d
+			}
+			nd.w += w
+			nd.q += w * uint64(q)
+		}
+		return id
+	}
+	mid := first + (last-first)/2
+	selectNth(t.pts, t.perm[first:last], int(mid-first), axis)
+	l := t.build(first, mid)
+	r := t.build(mid, last)
+	nd, a, b := &t.nodes[id], &t.nodes[l], &t.nodes[r]
+	nd.left, nd.right = l, r
+	nd.w, nd.q = a.w+b.w, a.q+b.q
+	s, sl, sr := t.sums[int(id)*dim:int(id+1)*dim], t.sums[int(l)*dim:int(l+1)*dim], t.sums[int(r)*dim:int(r+1)*dim]
+	for j := range dim {
+		s[j] = sl[j] + sr[j]
+	}
+	return id
+}
+
+// selectNth reorders idx so that idx[nth] holds the point that would be
+// there if idx were sorted by (coordinate axis, index), with smaller ones
+// before it and larger ones after (Hoare's selection, median-of-three).
+func selectNth(pts *Points, idx []int32, nth, axis int) {
+	less := func(a, b int32) bool {
+		va, vb := pts.Coords[int(a)*pts.Dim+axis], pts.Coords[int(b)*pts.Dim+axis]
+		return va < vb || (va == vb && a < b)
+	}
+	lo, hi := 0, len(idx)-1
+	for hi > lo {
+		m := lo + (hi-lo)/2
+		if less(idx[m], idx[lo]) {
+			idx[m], idx[lo] = idx[lo], idx[m]
+		}
+		if less(idx[hi], idx[lo]) {
+			idx[hi], idx[lo] = idx[lo], idx[hi]
+		}
+		if less(idx[hi], idx[m]) {
+			idx[hi], idx[m] = idx[m], idx[hi]
+		}
+		pivot := idx[m]
+		i, j := lo, hi
+		for i <= j {
+			for less(idx[i], pivot) {
+				i++
+			}
+			for less(pivot, idx[j]) {
+				j--
+			}
+			if i <= j {
+				idx[i], idx[j] = idx[j], idx[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case nth <= j:
+			hi = j
+		case nth >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+}
+
+func (t *treeSession) Close() error {
+	*t = treeSession{}
+	return nil
+}
+
+// walker is one worker's state during a pass.
+type walker struct {
+	t      *treeSession
+	cent   []int32
+	fresh  bool
+	counts []uint64
+	sums   []int64
+	sq     []uint64
+	moved  uint64
+	buf    []int32 // stacked candidate lists
+}
+
+func (t *treeSession) Assign(ctx context.Context, centroids []int32, st *Stats) error {
+	if t.pts == nil {
+		return errors.New("kmeans: Assign on a closed session")
+	}
+	dim := t.dim
+	if len(centroids) == 0 || len(centroids)%dim != 0 {
+		return fmt.Errorf("kmeans: %d centroid coordinates for dimension %d", len(centroids), dim)
+	}
+	k := len(centroids) / dim
+	fresh := !t.valid || k != t.k
+	t.valid = false
+	t.cent = append(t.cent[:0], centroids...)
+	workers := max(1, min(t.workers, len(t.tasks)))
+	if len(t.walks) < workers {
+		t.walks = append(t.walks, make([]walker, workers-len(t.walks))...)
+	}
+	depth := 64 // more than any tree of at most 2³¹ points is deep
+	for w := range workers {
+		wk := &t.walks[w]
+		wk.t, wk.cent, wk.fresh, wk.moved = t, t.cent, fresh, 0
+		wk.counts = resize(wk.counts, k)
+		wk.sums = resize(wk.sums, k*dim)
+		wk.sq = resize(wk.sq, k)
+		clear(wk.counts)
+		clear(wk.sums)
+		clear(wk.sq)
+		wk.buf = resize(wk.buf, (depth+1)*k)
+	}
+	all := make([]int32, k)
+	for c := range all {
+		all[c] = int32(c)
+	}
+	err := parallel(ctx, len(t.tasks), workers, func(w, task int) {
+		t.walks[w].visit(t.tasks[task], all, -1, 0)
+	})
+	if err != nil {
+		return err
+	}
+	t.k = k
+	st.Reset(k, dim)
+	t.sq = resize(t.sq, k)
+	clear(t.sq)
+	for _, wk := range t.walks[:workers] {
+		for c := range k {
+			st.Counts[c] += wk.counts[c]
+			t.sq[c] += wk.sq[c]
+		}
+		for i, v := range wk.sums {
+			st.Sums[i] += v
+		}
+		st.Moved += wk.moved
+	}
+	t.counts = append(t.counts[:0], st.Counts...)
+	t.csums = append(t.csums[:0], st.Sums...)
+	if fresh {
+		st.Moved = 0
+		for c := range k {
+			st.Moved += st.Counts[c]
+		}
+	}
+	var total int128
+	for c := range k {
+		total = total.add(clusterInertia(st.Counts[c], st.Sums[c*dim:(c+1)*dim], t.sq[c], t.origin, centroidAt(centroids, dim, c)))
+	}
+	st.Inertia = total.uint64()
+	t.valid = true
+	return nil
+}
+
+// visit assigns the points of node nd, whose nearest centroid is among
+// cands (ascending), and whose label in the last pass was inh if inh ≥ 0.
+// off is where visit may stack its own candidate list in buf.
+func (w *walker) visit(nd int32, cands []int32, inh int32, off int) {
+	t, dim := w.t, w.t.dim
+	node := &t.nodes[nd]
+	if !w.fresh && inh < 0 && t.state[nd] >= 0 {
+		inh = t.state[nd]
+	}
+	if len(cands) > 1 {
+		lo, hi := t.lo[int(nd)*dim:int(nd+1)*dim], t.hi[int(nd)*dim:int(nd+1)*dim]
+		out := w.buf[off : off : off+len(cands)]
+		if dim == 3 {
+			cands = prune3(w.cent, cands, lo, hi, out)
+		} else {
+			cands = prune(w.cent, dim, cands, lo, hi, out)
+		}
+		off += len(cands)
+	}
+	if len(cands) == 1 {
+		c := cands[0]
+		w.counts[c] += node.w
+		w.sq[c] += node.q
+		s := w.sums[int(c)*dim : int(c+1)*dim]
+		for j, v := range t.sums[int(nd)*dim : int(nd+1)*dim] {
+			s[j] += v
+		}
+		if !w.fresh {
+			w.moved += t.movedFrom(nd, c, inh)
+		}
+		t.state[nd] = c
+		return
+	}
+	t.state[nd] = -1
+	if node.left >= 0 {
+		w.visit(node.left, cands, inh, off)
+		w.visit(node.right, cands, inh, off)
+		return
+	}
+	for pos := node.first; pos < node.last; pos++ {
+		x := t.xs[int(pos)*dim : int(pos+1)*dim]
+		best, bd := int32(-1), uint64(math.MaxUint64)
+		for _, c := range cands {
+			if d := Dist(x, centroidAt(w.cent, dim, int(c))); d < bd {
+				best, bd = c, d
+			}
+		}
+		wt := t.ws[pos]
+		w.counts[best] += wt
+		s := w.sums[int(best)*dim : int(best+1)*dim]
+		var q int64
+		for j, v := range x {
+			s[j] += int64(wt) * int64(v)
+			d := int64(v) - t.origin[j]
+			q += d * d
+		}
+		w.sq[best] += wt * uint64(q)
+		if !w.fresh {
+			prev := inh
+			if prev < 0 {
+				prev = t.labels[pos]
+			}
+			if prev != best {
+				w.moved += wt
+			}
+		}
+		t.labels[pos] = best
+	}
+}
+
+// prune appends to out the candidates that may be nearest to some point
+// of the box [lo, hi]. Let z be the candidate nearest the box's centre; a
+// candidate c is dropped when it is strictly farther than z from every
+// point of the box. |x−c|² − |x−z|² is linear in x, so it suffices to test
+// the corner that favours c most (see dominated).
+func prune(cent []int32, dim int, cands []int32, lo, hi []int32, out []int32) []int32 {
+	z, zd := cands[0], uint64(math.MaxUint64)
+	for _, c := range cands {
+		var d uint64
+		for j, v := range centroidAt(cent, dim, int(c)) {
+			e := 2*int64(v) - int64(lo[j]) - int64(hi[j]) // doubled coordinates
+			d += uint64(e * e)
+		}
+		if d < zd {
+			z, zd = c, d
+		}
+	}
+	zc := centroidAt(cent, dim, int(z))
+	for _, c := range cands {
+		if c == z || !dominated(centroidAt(cent, dim, int(c)), zc, lo, hi) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// dominated reports whether centroid c is strictly farther than z from
+// every point of the box [lo, hi].
+func dominated(c, z, lo, hi []int32) bool {
+	var dc, dz int64
+	for j := range c {
+		v := lo[j]
+		if c[j] > z[j] {
+			v = hi[j]
+		}
+		a, b := int64(v)-int64(c[j]), int64(v)-int64(z[j])
+		dc += a * a
+		dz += b * b
+	}
+	return dc > dz
+}
+
+// prune3 is prune for three dimensions, unrolled.
+func prune3(cent []int32, cands []int32, lo, hi []int32, out []int32) []int32 {
+	l0, l1, l2 := int64(lo[0]), int64(lo[1]), int64(lo[2])
+	h0, h1, h2 := int64(hi[0]), int64(hi[1]), int64(hi[2])
+	m0, m1, m2 := l0+h0, l1+h1, l2+h2
+	z, zd := cands[0], int64(math.MaxInt64)
+	for _, c := range cands {
+		p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
+		e0, e1, e2 := 2*int64(p[0])-m0, 2*int64(p[1])-m1, 2*int64(p[2])-m2
+		if d := e0*e0 + e1*e1 + e2*e2; d < zd {
+			z, zd = c, d
+		}
+	}
+	zc := cent[int(z)*3 : int(z)*3+3 : int(z)*3+3]
+	z0, z1, z2 := int64(zc[0]), int64(zc[1]), int64(zc[2])
+	for _, c := range cands {
+		p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
+		c0, c1, c2 := int64(p[0]), int64(p[1]), int64(p[2])
+		v0, v1, v2 := l0, l1, l2
+		if c0 > z0 {
+			v0 = h0
+		}
+		if c1 > z1 {
+			v1 = h1
+		}
+		if c2 > z2 {
+			v2 = h2
+		}
+		a0, a1, a2 := v0-c0, v1-c1, v2-c2
+		b0, b1, b2 := v0-z0, v1-z1, v2-z2
+		if c == z || a0*a0+a1*a1+a2*a2 <= b0*b0+b1*b1+b2*b2 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// movedFrom returns the weight of the points of node nd whose label in
+// the last pass was not c; inh ≥ 0 is their common label.
+func (t *treeSession) movedFrom(nd, c, inh int32) uint64 {
+	node := &t.nodes[nd]
+	if inh < 0 && t.state[nd] >= 0 {
+		inh = t.state[nd]
+	}
+	if inh >= 0 {
+		if inh == c {
+			return 0
+		}
+		return node.w
+	}
+	if node.left >= 0 {
+		return t.movedFrom(node.left, c, -1) + t.movedFrom(node.right, c, -1)
+	}
+	var m uint64
+	for pos := node.first; pos < node.last; pos++ {
+		if t.labels[pos] != c {
+			m += t.ws[pos]
+		}
+	}
+	return m
+}
+
+func (t *treeSession) Labels(dst []int32) error {
+	if !t.valid {
+		return errors.New("kmeans: Labels before Assign")
+	}
+	for _, nd := range t.tasks {
+		t.label(dst, nd, -1)
+	}
+	return nil
+}
+
+func (t *treeSession) label(dst []int32, nd, inh int32) {
+	node := &t.nodes[nd]
+	if inh < 0 && t.state[nd] >= 0 {
+		inh = t.state[nd]
+	}
+	if inh >= 0 {
+		for _, i := range t.perm[node.first:node.last] {
+			dst[i] = inh
+		}
+		return
+	}
+	if node.left >= 0 {
+		t.label(dst, node.left, -1)
+		t.label(dst, node.right, -1)
+		return
+	}
+	for pos := node.first; pos < node.last; pos++ {
+		dst[t.perm[pos]] = t.labels[pos]
+	}
+}
+
+func (t *treeSession) Farthest(m int) ([]int, error) {
+	labels := make([]int32, t.n)
+	if err := t.Labels(labels); err != nil {
+		return nil, err
+	}
+	return Farthest(t.pts, labels, t.cent, m), nil
+}
+
+// Profile implements Profiler: the inertia of each cluster comes from its
+// sums; the utilities from a walk like Assign's that keeps the candidates
+// that may be nearest or second-nearest, so that a box left with two,
+// one nearer than the other everywhere, adds its share at once.
+func (t *treeSession) Profile(ctx context.Context, inertia, utility []uint64) error {
+	if !t.valid {
+		return errors.New("kmeans: Profile before Assign")
+	}
+	k, dim := t.k, t.dim
+	for c := range k {
+		inertia[c] = clusterInertia(t.counts[c], t.csums[c*dim:(c+1)*dim], t.sq[c], t.origin, centroidAt(t.cent, dim, c)).uint64()
+	}
+	clear(utility[:k])
+	if k < 2 {
+		return nil
+	}
+	workers := max(1, min(t.workers, len(t.tasks)))
+	utils := make([][]uint64, workers)
+	bufs := make([][]int32, workers)
+	for w := range workers {
+		utils[w] = make([]uint64, k)
+		bufs[w] = make([]int32, 65*k)
+	}
+	all := make([]int32, k)
+	for c := range all {
+		all[c] = int32(c)
+	}
+	err := parallel(ctx, len(t.tasks), workers, func(w, task int) {
+		t.utility(t.tasks[task], all, bufs[w], utils[w])
+	})
+	if err != nil {
+		return err
+	}
+	for _, u := range utils {
+		for c, v := range u {
+			utility[c] += v
+		}
+	}
+	return nil
+}
+
+// utility adds to util, for the points of node nd, w·(d₂ − d₁): the
+// squared distances to their second-nearest and nearest centroids, to the
+// nearest one's entry. cands (ascending) holds every centroid that may be
+// nearest or second-nearest to a point of the node.
+func (t *treeSession) utility(nd int32, cands []int32, buf []int32, util []uint64) {
+	dim := t.dim
+	node := &t.nodes[nd]
+	lo, hi := t.lo[int(nd)*dim:int(nd+1)*dim], t.hi[int(nd)*dim:int(nd+1)*dim]
+	if len(cands) > 2 {
+		// z1, z2: the two candidates nearest the box's centre; a third
+		// that both are strictly nearer to everywhere in the box is
+		// neither nearest nor second-nearest there.
+		var z1, z2 int32 = -1, -1
+		d1, d2 := uint64(math.MaxUint64), uint64(math.MaxUint64)
+		for _, c := range cands {
+			var d uint64
+			for j, v := range centroidAt(t.cent, dim, int(c)) {
+				e := 2*int64(v) - int64(lo[j]) - int64(hi[j])
+				d += uint64(e * e)
+			}
+			switch {
+			case d < d1:
+				z2, d2 = z1, d1
+				z1, d1 = c, d
+			case d < d2:
+				z2, d2 = c, d
+			}
+		}
+		c1, c2 := centroidAt(t.cent, dim, int(z1)), centroidAt(t.cent, dim, int(z2))
+		out := buf[:0:len(cands)]
+		for _, c := range cands {
+			cc := centroidAt(t.cent, dim, int(c))
+			if c == z1 || c == z2 || !dominated(cc, c1, lo, hi) || !dominated(cc, c2, lo, hi) {
+				out = append(out, c)
+			}
+		}
+		cands, buf = out, buf[len(out):]
+	}
+	if len(cands) == 2 {
+		a, b := cands[0], cands[1]
+		ca, cb := centroidAt(t.cent, dim, int(a)), centroidAt(t.cent, dim, int(b))
+		if dominated(cb, ca, lo, hi) {
+			util[a] += t.gap(nd, ca, cb)
+			return
+		}
+		if dominated(ca, cb, lo, hi) {
+			util[b] += t.gap(nd, cb, ca)
+			return
+		}
+	}
+	if node.left >= 0 {
+		t.utility(node.left, cands, buf, util)
+		t.utility(node.right, cands, buf, util)
+		return
+	}
+	for pos := node.first; pos < node.last; pos++ {
+		x := t.xs[int(pos)*dim : int(pos+1)*dim]
+		best := int32(-1)
+		b1, b2 := uint64(math.MaxUint64), uint64(math.MaxUint64)
+		for _, c := range cands {
+			d := Dist(x, centroidAt(t.cent, dim, int(c)))
+			switch {
+			case d < b1:
+				b2 = b1
+				best, b1 = c, d
+			case d < b2:
+				b2 = d
+			}
+		}
+		util[best] += t.ws[pos] * (b2 - b1)
+	}
+}
+
+// gap returns Σ w(|x−b|² − |x−a|²) over the points of node nd, from its
+// sums: W(|b'|² − |a'|²) − 2(b'−a')·Σw(x−o), with primes relative to o.
+func (t *treeSession) gap(nd int32, a, b []int32) uint64 {
+	node := &t.nodes[nd]
+	w := int64(node.w)
+	var g int128
+	for j := range a {
+		aj, bj := int64(a[j])-t.origin[j], int64(b[j])-t.origin[j]
+		sj := t.sums[int(nd)*t.dim+j] - t.origin[j]*w
+		g = g.add(mul64(bj*bj-aj*aj, w)).sub(mul64(2*(bj-aj), sj))
+	}
+	return g.uint64()
+}
