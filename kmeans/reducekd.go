@@ -1,6 +1,9 @@
 package kmeans
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // reduceKD splits the points by median cuts along the longest side of
 // their bounding box, as a kd-tree does, into at most target parts of
@@ -21,39 +24,27 @@ func reduceKD(pts *Points, target int) *Points {
 	for i := range idx {
 		idx[i] = int32(i)
 	}
+	keys := make([]uint64, n)
 	r := &Points{Dim: dim}
 	sums := make([]int64, dim)
-	lo := make([]int32, dim)
-	hi := make([]int32, dim)
 	ok := true
-	var split func(part []int32, level int)
-	split = func(part []int32, level int) {
+	var split func(part []int32, level int, lo, hi []int32)
+	split = func(part []int32, level int, lo, hi []int32) {
 		if len(part) == 0 {
 			return
 		}
-		if level < depth && len(part) > 1 {
-			for j := range dim {
-				lo[j], hi[j] = math.MaxInt32, math.MinInt32
-			}
-			for _, i := range part {
-				for j, v := range pts.At(int(i)) {
-					lo[j] = min(lo[j], v)
-					hi[j] = max(hi[j], v)
-				}
-			}
-			axis, span := 0, int64(-1)
-			for j := range dim {
-				if s := int64(hi[j]) - int64(lo[j]); s > span {
-					axis, span = j, s
-				}
-			}
-			if span > 0 {
-				mid := len(part) / 2
-				selectNth(pts, part, mid, axis)
-				split(part[:mid], level+1)
-				split(part[mid:], level+1)
-				return
-			}
+		if axis, span := longest(lo, hi); level < depth && len(part) > 1 && span > 0 {
+			// cut at the median of the box's longest side; each half
+			// keeps the box, cut there
+			splitMedian(pts, part, axis, lo[axis], keys)
+			mid := len(part) / 2
+			cut := pts.Coords[int(part[mid])*dim+axis]
+			clo, chi := slices.Clone(lo), slices.Clone(hi)
+			chi[axis] = cut
+			split(part[:mid], level+1, lo, chi)
+			clo[axis] = cut
+			split(part[mid:], level+1, clo, hi)
+			return
 		}
 		clear(sums)
 		var w uint64
@@ -76,7 +67,8 @@ func reduceKD(pts *Points, target int) *Points {
 		}
 		r.Weights = append(r.Weights, uint32(w))
 	}
-	split(idx, 0)
+	blo, bhi := pts.Bounds()
+	split(idx, 0, blo, bhi)
 	if !ok {
 		return nil
 	}

@@ -35,6 +35,7 @@ type treeSession struct {
 	hi    []int32
 	sums  []int64 // node Σw·x, dim per node
 	tasks []int32 // subtree roots that passes share among workers
+	keys  []uint64 // scratch while building
 
 	// The last pass. state[node] is the centroid a node was assigned to
 	// whole, or -1 if the pass went down into it; nodes under a node
@@ -78,7 +79,9 @@ func newTreeSession(pts *Points, workers int) *treeSession {
 	t.lo = make([]int32, 0, est*dim)
 	t.hi = make([]int32, 0, est*dim)
 	t.sums = make([]int64, 0, est*dim)
+	t.keys = make([]uint64, n)
 	t.build(0, int32(n))
+	t.keys = nil
 	t.xs = make([]int32, n*dim)
 	t.ws = make([]uint64, n)
 	for pos, i := range t.perm {
@@ -120,21 +123,8 @@ func (t *treeSession) build(first, last int32) int32 {
 	t.hi = append(t.hi, make([]int32, dim)...)
 	t.sums = append(t.sums, make([]int64, dim)...)
 	lo, hi := t.lo[int(id)*dim:int(id+1)*dim], t.hi[int(id)*dim:int(id+1)*dim]
-	for j := range dim {
-		lo[j], hi[j] = math.MaxInt32, math.MinInt32
-	}
-	for _, i := range t.perm[first:last] {
-		for j, v := range t.pts.At(int(i)) {
-			lo[j] = min(lo[j], v)
-			hi[j] = max(hi[j], v)
-		}
-	}
-	axis, span := 0, int64(-1)
-	for j := range dim {
-		if s := int64(hi[j]) - int64(lo[j]); s > span {
-			axis, span = j, s
-		}
-	}
+	box(t.pts, t.perm[first:last], lo, hi)
+	axis, span := longest(lo, hi)
 	if last-first <= leafSize || span == 0 {
 		nd := &t.nodes[id]
 		s := t.sums[int(id)*dim : int(id+1)*dim]
@@ -152,50 +142,84 @@ func (t *treeSession) build(first, last int32) int32 {
 		return id
 	}
 	mid := first + (last-first)/2
-	selectNth(t.pts, t.perm[first:last], int(mid-first), axis)
+	splitMedian(t.pts, t.perm[first:last], axis, lo[axis], t.keys)
 	l := t.build(first, mid)
 	r := t.build(mid, last)
 	nd, a, b := &t.nodes[id], &t.nodes[l], &t.nodes[r]
 	nd.left, nd.right = l, r
 	nd.w, nd.q = a.w+b.w, a.q+b.q
-	s, sl, sr := t.sums[int(id)*dim:int(id+1)*dim], t.sums[int(l)*dim:int(l+1)*dim], t.sums[int(r)*dim:int(r+1)*dim]
 	for j := range dim {
-		s[j] = sl[j] + sr[j]
+		t.sums[int(id)*dim+j] = t.sums[int(l)*dim+j] + t.sums[int(r)*dim+j]
 	}
 	return id
 }
 
-// selectNth reorders idx so that idx[nth] holds the point that would be
-// there if idx were sorted by (coordinate axis, index), with smaller ones
-// before it and larger ones after (Hoare's selection, median-of-three).
-func selectNth(pts *Points, idx []int32, nth, axis int) {
-	less := func(a, b int32) bool {
-		va, vb := pts.Coords[int(a)*pts.Dim+axis], pts.Coords[int(b)*pts.Dim+axis]
-		return va < vb || (va == vb && a < b)
+// box sets lo and hi to the bounding box of the points in part.
+func box(pts *Points, part []int32, lo, hi []int32) {
+	for j := range lo {
+		lo[j], hi[j] = math.MaxInt32, math.MinInt32
 	}
-	lo, hi := 0, len(idx)-1
+	for _, i := range part {
+		for j, v := range pts.At(int(i)) {
+			lo[j] = min(lo[j], v)
+			hi[j] = max(hi[j], v)
+		}
+	}
+}
+
+// longest returns the axis of the longest side of the box and its length.
+func longest(lo, hi []int32) (axis int, span int64) {
+	span = -1
+	for j := range lo {
+		if s := int64(hi[j]) - int64(lo[j]); s > span {
+			axis, span = j, s
+		}
+	}
+	return axis, span
+}
+
+// splitMedian reorders part so that its first half holds the points that
+// come first in (coordinate axis, index) order, and the second half the
+// rest. Both halves are kd-tree children; lo is the box's low corner on
+// axis. keys is scratch of at least len(part).
+func splitMedian(pts *Points, part []int32, axis int, lo int32, keys []uint64) {
+	keys = keys[:len(part)]
+	for i, p := range part {
+		keys[i] = uint64(int64(pts.Coords[int(p)*pts.Dim+axis])-int64(lo))<<32 | uint64(p)
+	}
+	selectNth(keys, len(part)/2)
+	for i, k := range keys {
+		part[i] = int32(uint32(k))
+	}
+}
+
+// selectNth reorders keys so that keys[nth] is the value it would have if
+// keys were sorted, smaller values before it and larger after (Hoare's
+// selection with a median-of-three pivot).
+func selectNth(keys []uint64, nth int) {
+	lo, hi := 0, len(keys)-1
 	for hi > lo {
 		m := lo + (hi-lo)/2
-		if less(idx[m], idx[lo]) {
-			idx[m], idx[lo] = idx[lo], idx[m]
+		if keys[m] < keys[lo] {
+			keys[m], keys[lo] = keys[lo], keys[m]
 		}
-		if less(idx[hi], idx[lo]) {
-			idx[hi], idx[lo] = idx[lo], idx[hi]
+		if keys[hi] < keys[lo] {
+			keys[hi], keys[lo] = keys[lo], keys[hi]
 		}
-		if less(idx[hi], idx[m]) {
-			idx[hi], idx[m] = idx[m], idx[hi]
+		if keys[hi] < keys[m] {
+			keys[hi], keys[m] = keys[m], keys[hi]
 		}
-		pivot := idx[m]
+		pivot := keys[m]
 		i, j := lo, hi
 		for i <= j {
-			for less(idx[i], pivot) {
+			for keys[i] < pivot {
 				i++
 			}
-			for less(pivot, idx[j]) {
+			for pivot < keys[j] {
 				j--
 			}
 			if i <= j {
-				idx[i], idx[j] = idx[j], idx[i]
+				keys[i], keys[j] = keys[j], keys[i]
 				i++
 				j--
 			}
