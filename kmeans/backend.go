@@ -56,6 +56,16 @@ type Profiler interface {
 	Profile(ctx context.Context, inertia, utility []uint64) error
 }
 
+// A Rebaser is a Session that can carry what it knows over a change of
+// the centroid set, such as breathing k-means makes: Rebase says that
+// centroid i of the next Assign descends from centroid from[i] of the last
+// one (−1: it is new; an old centroid absent from from is gone). It only
+// saves work: the next Assign's results are the same with or without it,
+// and count every point as moved.
+type Rebaser interface {
+	Rebase(from []int) error
+}
+
 // Stats are the per-cluster statistics of one labelling. All values are
 // exact, so they do not depend on the order in which points were visited.
 type Stats struct {

@@ -61,12 +61,20 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		}
 		sort.SliceStable(order, func(a, b int) bool { return errc[order[a]] > errc[order[b]] })
 		grown := slices.Clone(best.Centroids)
+		from := make([]int, k, k+md)
+		for c := range from {
+			from[c] = c
+		}
 		for _, c := range order[:md] {
+			from = append(from, -1)
 			y := slices.Clone(best.Centroid(c))
 			for j := range y {
 				y[j] += int32(rng.IntN(5)) - 2
 			}
 			grown = append(grown, y...)
+		}
+		if err := rebase(sg, from); err != nil {
+			return nil, err
 		}
 		mg, err := r.lloyd(ctx, sg, start, grown)
 		if err != nil {
@@ -114,10 +122,15 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 			}
 		}
 		var shrunk []int32
+		from = from[:0]
 		for c := range kg {
 			if !removed[c] {
 				shrunk = append(shrunk, mg.Centroid(c)...)
+				from = append(from, c)
 			}
+		}
+		if err := rebase(sg, from); err != nil {
+			return nil, err
 		}
 		ms, err := r.lloyd(ctx, sg, start, shrunk)
 		if err != nil {
@@ -137,6 +150,14 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		}
 	}
 	return best, nil
+}
+
+// rebase passes the ancestry of the next centroids to sessions that use it.
+func rebase(sg stage, from []int) error {
+	if rb, ok := sg.sess.(Rebaser); ok {
+		return rb.Rebase(from)
+	}
+	return nil
 }
 
 // profile returns what each cluster of the session's last Assign, whose

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 )
 
@@ -91,6 +92,15 @@ type cpuSession struct {
 
 	geo  geometry
 	part []partial
+
+	// Rebase's ancestry for the next Assign, and while that Assign runs:
+	// each old cluster's new number (−1: gone), the distance from each old
+	// centroid to the nearest new one, and the old drift sums.
+	rebase    []int
+	inv       []int32
+	gap       []float64
+	oldCum    []float64
+	oldCumMax float64
 }
 
 // partial holds one worker's changes to the per-cluster statistics.
@@ -159,7 +169,12 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 		return fmt.Errorf("kmeans: %d centroid coordinates for dimension %d", len(centroids), s.dim)
 	}
 	k := len(centroids) / s.dim
-	fresh := !s.valid || k != s.k
+	rebased := s.rebase != nil && s.valid && s.bounds && len(s.rebase) == k
+	fresh := !s.valid || (k != s.k && !rebased)
+	if rebased {
+		s.carry(centroids)
+	}
+	s.rebase = nil
 	if fresh {
 		s.k = k
 		s.counts = resize(s.counts, k)
@@ -181,7 +196,7 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 	}
 	err := forChunks(ctx, s.n, workers, func(w, _, lo, hi int) {
 		if s.bounds {
-			s.assignBounds(&s.part[w], lo, hi, fresh)
+			s.assignBounds(&s.part[w], lo, hi, fresh, rebased)
 		} else {
 			s.assignLloyd(&s.part[w], lo, hi, fresh)
 		}
@@ -210,6 +225,12 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 	copy(st.Counts, s.counts)
 	copy(st.Sums, s.sums)
 	st.Moved = moved
+	if rebased {
+		st.Moved = 0
+		for _, w := range s.counts {
+			st.Moved += w
+		}
+	}
 	if s.bounds {
 		st.Inertia = s.inertia(centroids)
 	} else {
@@ -270,11 +291,29 @@ const eps = 1e-9
 
 // assignBounds skips points whose Hamerly bounds prove that their label
 // cannot change and searches the others exactly.
-func (s *cpuSession) assignBounds(p *partial, lo, hi int, fresh bool) {
+func (s *cpuSession) assignBounds(p *partial, lo, hi int, fresh, rebased bool) {
 	g := &s.geo
 	for i := lo; i < hi; i++ {
 		x := s.pts.Coords[i*s.dim : (i+1)*s.dim]
 		a := int(s.labels[i])
+		if rebased {
+			// Renumber; as of the last pass, a new centroid y is at
+			// least gap − u away: |x−y| ≥ |c−y| − |x−c|.
+			a = int(s.inv[a])
+			if a < 0 {
+				best, d1, d2 := g.search(x, -1, 0)
+				s.upper[i] = sqrt(d1) - g.cumDrift[best]
+				s.lower[i] = sqrt(d2) + g.cumMax
+				p.move(x, s.origin, s.pts.Weight(i), -1, best)
+				s.labels[i] = int32(best)
+				continue
+			}
+			ao := s.labels[i]
+			if l := s.gap[ao] - (s.upper[i] + s.oldCum[ao]); l < s.lower[i]-s.oldCumMax {
+				s.lower[i] = l + s.oldCumMax
+			}
+			s.labels[i] = int32(a)
+		}
 		if !fresh {
 			cd := g.cumDrift[a]
 			u := s.upper[i] + cd
@@ -308,6 +347,59 @@ func (s *cpuSession) assignBounds(p *partial, lo, hi int, fresh bool) {
 		p.move(x, s.origin, s.pts.Weight(i), -1, best)
 		s.labels[i] = int32(best)
 	}
+}
+
+// Rebase implements Rebaser.
+func (s *cpuSession) Rebase(from []int) error {
+	seen := make(map[int]bool, len(from))
+	for _, f := range from {
+		if f < -1 || f >= s.k || (f >= 0 && seen[f]) {
+			return fmt.Errorf("kmeans: bad ancestry %v for %d centroids", from, s.k)
+		}
+		seen[f] = true
+	}
+	s.rebase = slices.Clone(from)
+	return nil
+}
+
+// carry renumbers the session's state for the centroids of a rebased
+// Assign: running sums, previous positions and drift sums follow their
+// centroid, new centroids start with none.
+func (s *cpuSession) carry(centroids []int32) {
+	from, dim, k := s.rebase, s.dim, len(s.rebase)
+	s.inv = resize(s.inv, s.k)
+	for a := range s.inv {
+		s.inv[a] = -1
+	}
+	for i, f := range from {
+		if f >= 0 {
+			s.inv[f] = int32(i)
+		}
+	}
+	s.gap = resize(s.gap, s.k)
+	for a := range s.gap {
+		s.gap[a] = math.Inf(1)
+		for i, f := range from {
+			if f < 0 {
+				s.gap[a] = min(s.gap[a], sqrt(Dist(centroidAt(s.prev, dim, a), centroidAt(centroids, dim, i))))
+			}
+		}
+	}
+	s.oldCum = append(s.oldCum[:0], s.geo.cumDrift...)
+	s.oldCumMax = s.geo.cumMax
+	counts, sums, sq := make([]uint64, k), make([]int64, k*dim), make([]uint64, k)
+	prev, cum := make([]int32, k*dim), make([]float64, k)
+	for i, f := range from {
+		if f < 0 {
+			copy(prev[i*dim:(i+1)*dim], centroidAt(centroids, dim, i))
+			continue
+		}
+		counts[i], sq[i], cum[i] = s.counts[f], s.sq[f], s.oldCum[f]
+		copy(sums[i*dim:(i+1)*dim], s.sums[f*dim:(f+1)*dim])
+		copy(prev[i*dim:(i+1)*dim], centroidAt(s.prev, dim, f))
+	}
+	s.counts, s.sums, s.sq, s.prev, s.geo.cumDrift = counts, sums, sq, prev, cum
+	s.k = k
 }
 
 func sqrt(d uint64) float64 {

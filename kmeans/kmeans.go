@@ -42,7 +42,9 @@ const (
 // Defaults used where a Config leaves a field zero.
 const (
 	DefaultMaxIter = 300
-	DefaultTol     = 1e-5
+	DefaultTol     = 1e-4
+	DefaultBreathe = 5
+	DefaultCoarse  = 32768
 )
 
 // Config describes one clustering. The zero value of every field but K
@@ -60,26 +62,29 @@ type Config struct {
 	Fixed []int32
 	// MaxIter bounds the number of Lloyd iterations of each start.
 	MaxIter int
-	// Tol stops a start when the inertia improves by less than Tol
-	// relative to its value. A start always stops when no label changes.
-	// A negative Tol runs until no label changes or MaxIter.
+	// Tol stops Lloyd when the inertia improves by less than Tol relative
+	// to its value (on the reduced set of Coarse, by less than the larger
+	// of Tol and 3·10⁻⁴). Lloyd always stops when no label changes. A
+	// negative Tol runs until no label changes or MaxIter.
 	Tol float64
 	// Trials is the number of candidates per k-means++ step; 0 means
 	// 2 + ⌊ln K⌋, as scikit-learn does.
 	Trials int
 	// Starts is the number of independent seeded starts; the one of least
-	// inertia wins. 0 chooses automatically.
+	// inertia wins. 0 chooses by K.
 	Starts int
-	// Coarse is the size of the reduced point set that seeding and the
-	// starts run on before the winner is refined on all points: points
-	// are merged into grid cells, as small as allow at most Coarse cells.
-	// 0 chooses automatically; a negative value runs the starts on all
-	// points.
+	// Coarse bounds the size of the reduced point set that the starts run
+	// on before the winner is refined on all points: the points are cut,
+	// kd-tree fashion, into at most Coarse parts of equal counts, each
+	// standing for its points at their weighted mean. 0 means
+	// DefaultCoarse; a negative value runs the starts on all points.
 	Coarse int
-	// Breathe is the depth of breathing k-means after Lloyd converges.
+	// Breathe is the depth of breathing k-means (Fritzke 2021), which
+	// improves each start after Lloyd: it adds centroids beside those of
+	// largest error, removes those of least utility, and keeps changes
+	// that lower the inertia. 0 means DefaultBreathe; negative turns it
+	// off.
 	Breathe int
-	BreatheCoarseOnly bool
-	FinalTol          float64
 	// Seed makes the random choices reproducible.
 	Seed uint64
 	// Algorithm and Update choose how the backend works; they never change
@@ -96,7 +101,7 @@ type Config struct {
 // Iteration reports the progress of Run after each Lloyd iteration.
 type Iteration struct {
 	Start     int      // which seeded start (0-based)
-	Index     int      // iteration within the start (0-based)
+	Index     int      // iteration within the start and stage (0-based)
 	Coarse    bool     // whether it ran on the reduced point set (see Config.Coarse)
 	Centroids []int32  // updated centroids, K·Dim; valid during the callback only
 	Counts    []uint64 // weight of each cluster under the labelling of this iteration

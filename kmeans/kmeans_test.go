@@ -271,7 +271,7 @@ func TestCallbackAndCancel(t *testing.T) {
 		} else {
 			final++
 		}
-		if it.Index != next[key] || len(it.Centroids) != 20*3 || len(it.Counts) != 20 {
+		if it.Index != next[key] || len(it.Centroids) != 3*len(it.Counts) || (!it.Coarse && len(it.Counts) != 20) {
 			t.Fatalf("start %d coarse %v: index %d, want %d; %d centroid coordinates", it.Start, it.Coarse, it.Index, next[key], len(it.Centroids))
 		}
 		next[key]++
@@ -352,6 +352,33 @@ func TestProfileMatchesHost(t *testing.T) {
 		}
 		if total != st.Inertia {
 			t.Fatalf("seed %d: cluster inertias sum to %d, Assign said %d", tc.seed, total, st.Inertia)
+		}
+	}
+}
+
+// hidden hides a backend's optional interfaces.
+type hidden struct{ Backend }
+
+func (h hidden) Open(p *Points, opt SessionOptions) (Session, error) {
+	s, err := h.Backend.Open(p, opt)
+	return struct{ Session }{s}, err
+}
+
+func TestBreathingSameWithAndWithoutSessionHelpers(t *testing.T) {
+	p := randomPoints(21, 20000, 3, 2040)
+	for _, algo := range []Algorithm{Bounds, KDTree} {
+		cfg := Config{K: 24, Seed: 5, Breathe: 4, Algorithm: algo}
+		a, err := Run(context.Background(), p, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Backend = hidden{CPU}
+		b, err := Run(context.Background(), p, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.Centroids, b.Centroids) || !slices.Equal(a.Labels, b.Labels) || a.Inertia != b.Inertia {
+			t.Fatalf("%s: breathing with Rebase/Profile differs from breathing without", algo)
 		}
 	}
 }

@@ -26,15 +26,21 @@ type runner struct {
 	cfg    Config
 	onIter func(Iteration)
 	st     Stats
+	iter   int // iterations so far of the current start on the current stage
 }
 
 // stage is a point set with its session: the full points, or the reduced
-// set that starts run on.
+// set that the starts run on.
 type stage struct {
 	pts    *Points
 	sess   Session
 	coarse bool
+	tol    float64 // the stopping tolerance of Lloyd on this stage
 }
+
+// coarseTol is the loosest tolerance of Lloyd on the reduced set: its
+// centroids are only a start for the full points.
+const coarseTol = 3e-4
 
 func (r *runner) run(ctx context.Context) (*Model, error) {
 	cfg := &r.cfg
@@ -53,15 +59,22 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 	if cfg.Trials == 0 {
 		cfg.Trials = 2 + int(math.Log(float64(cfg.K)))
 	}
-	starts := cfg.Starts
+	starts, depth, target := cfg.Starts, cfg.Breathe, cfg.Coarse
 	if starts == 0 {
 		starts = autoStarts(cfg.K)
+	}
+	if depth == 0 {
+		depth = DefaultBreathe
+	}
+	if target == 0 {
+		target = DefaultCoarse
 	}
 	full, err := r.open(r.pts, false)
 	if err != nil {
 		return nil, err
 	}
 	defer full.sess.Close()
+	full.tol = cfg.Tol
 
 	cent, start := cfg.Centroids, 0
 	if cfg.Init == InitGiven {
@@ -69,73 +82,80 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		cent = slices.Clone(cfg.Centroids)
 		copy(cent, cfg.Fixed)
 	} else {
-		coarse := full
-		target := cfg.Coarse
-		if target == 0 {
-			target = autoCoarse(cfg.K)
-		}
+		// The starts run on a reduced set, if there is one, then the
+		// best is refined on all points.
+		search := full
 		if target > 0 {
 			if red := reduceKD(r.pts, target); red != nil {
-				if coarse, err = r.open(red, true); err != nil {
+				if search, err = r.open(red, true); err != nil {
 					return nil, err
 				}
-				defer coarse.sess.Close()
+				defer search.sess.Close()
+				search.tol = cfg.Tol
+				if cfg.Tol >= 0 {
+					search.tol = max(cfg.Tol, coarseTol)
+				}
 			}
 		}
-		var best uint64 = math.MaxUint64
+		var best *Model
 		for s := range starts {
-			c, err := r.seed(ctx, coarse.pts, s)
+			r.iter = 0
+			c, err := r.seed(ctx, search.pts, s)
 			if err != nil {
 				return nil, err
 			}
-			m, err := r.lloyd(ctx, coarse, s, c)
+			m, err := r.lloyd(ctx, search, s, c)
 			if err != nil {
 				return nil, err
 			}
-			if cfg.Breathe > 0 && coarse.coarse {
-				if m, err = r.breathe(ctx, coarse, s, m, cfg.Breathe); err != nil {
+			if depth > 0 {
+				if m, err = r.breathe(ctx, search, s, m, depth); err != nil {
 					return nil, err
 				}
 			}
-			if m.Inertia < best {
-				best, cent, start = m.Inertia, m.Centroids, s
+			if best == nil || m.Inertia < best.Inertia {
+				best = m
 			}
 		}
+		if search.sess == full.sess && starts == 1 {
+			// the full points' session already holds the answer
+			return r.finish(full, best, starts)
+		}
+		cent, start = best.Centroids, best.Start
 	}
-	if cfg.FinalTol != 0 {
-		cfg.Tol = cfg.FinalTol
-	}
+	r.iter = 0
 	m, err := r.lloyd(ctx, full, start, cent)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Breathe > 0 && cfg.Init != InitGiven && !cfg.BreatheCoarseOnly {
-		if m, err = r.breathe(ctx, full, start, m, cfg.Breathe); err != nil {
-			return nil, err
-		}
-	}
+	return r.finish(full, m, starts)
+}
+
+// finish fills in the labels of the full points' session, which last
+// assigned m's centroids, and the bookkeeping.
+func (r *runner) finish(full stage, m *Model, starts int) (*Model, error) {
 	m.Labels = make([]int32, r.pts.Len())
 	if err := full.sess.Labels(m.Labels); err != nil {
 		return nil, err
 	}
 	m.Starts = starts
-	m.Backend = cfg.Backend.Name()
-	m.compact(len(cfg.Fixed) / r.pts.Dim)
+	m.Backend = r.cfg.Backend.Name()
+	m.compact(len(r.cfg.Fixed) / r.pts.Dim)
 	return m, nil
 }
 
-// autoStarts and autoCoarse choose, for k clusters, how many seeded starts
-// run on a reduced set of how many points; measured on the images of
-// ANCHORS.md to reach the quality of ten full starts at a fraction of the
-// cost.
+// autoStarts chooses how many seeded starts to run for k clusters: more
+// where starts are cheap and a single one most often misses the best
+// optimum (measured on the images of ANCHORS.md).
 func autoStarts(k int) int {
-	if k <= 64 {
-		return 8
+	switch {
+	case k <= 16:
+		return 4
+	case k <= 64:
+		return 2
 	}
-	return 4
+	return 1
 }
-
-func autoCoarse(k int) int { return min(max(48*k, 4096), 24576) }
 
 func (r *runner) open(pts *Points, coarse bool) (stage, error) {
 	cfg := &r.cfg
@@ -181,13 +201,14 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 		m.Iterations = it + 1
 		if r.onIter != nil {
 			r.onIter(Iteration{
-				Start: start, Index: it, Coarse: sg.coarse, Centroids: next,
+				Start: start, Index: r.iter, Coarse: sg.coarse, Centroids: next,
 				Counts: r.st.Counts, Inertia: r.st.Inertia, Moved: r.st.Moved,
 			})
 		}
+		r.iter++
 		same := slices.Equal(next, cent)
 		settled := same || (it > 0 && r.st.Inertia <= prevInertia &&
-			float64(prevInertia-r.st.Inertia) <= cfg.Tol*float64(r.st.Inertia))
+			float64(prevInertia-r.st.Inertia) <= sg.tol*float64(r.st.Inertia))
 		if settled || it+1 >= cfg.MaxIter {
 			m.Converged = settled
 			if !same {

@@ -240,6 +240,42 @@ func (t *treeSession) Close() error {
 	return nil
 }
 
+// taskCandidates prunes the candidates 0…k−1 of the last Assign's
+// centroids down the levels above the task roots, once, and returns the
+// list each task starts from.
+func (t *treeSession) taskCandidates(k int) [][]int32 {
+	all := make([]int32, k)
+	for c := range all {
+		all[c] = int32(c)
+	}
+	out := make([][]int32, 0, len(t.tasks))
+	var descend func(nd int32, cands []int32)
+	descend = func(nd int32, cands []int32) {
+		if t.tasks[len(out)] == nd { // tasks lie in depth-first order
+			out = append(out, cands)
+			return
+		}
+		if len(cands) > 1 {
+			cands = t.prune(nd, t.cent, cands, make([]int32, 0, len(cands)))
+		}
+		descend(t.nodes[nd].left, cands)
+		descend(t.nodes[nd].right, cands)
+	}
+	descend(0, all)
+	return out
+}
+
+// prune appends to out the candidates that may be nearest to a point of
+// node nd.
+func (t *treeSession) prune(nd int32, cent, cands, out []int32) []int32 {
+	dim := t.dim
+	lo, hi := t.lo[int(nd)*dim:int(nd+1)*dim], t.hi[int(nd)*dim:int(nd+1)*dim]
+	if dim == 3 {
+		return prune3(cent, cands, lo, hi, out)
+	}
+	return prune(cent, dim, cands, lo, hi, out)
+}
+
 // walker is one worker's state during a pass.
 type walker struct {
 	t      *treeSession
@@ -280,12 +316,9 @@ func (t *treeSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 		clear(wk.sq)
 		wk.buf = resize(wk.buf, (depth+1)*k)
 	}
-	all := make([]int32, k)
-	for c := range all {
-		all[c] = int32(c)
-	}
+	cands := t.taskCandidates(k)
 	err := parallel(ctx, len(t.tasks), workers, func(w, task int) {
-		t.walks[w].visit(t.tasks[task], all, -1, 0)
+		t.walks[w].visit(t.tasks[task], cands[task], -1, 0)
 	})
 	if err != nil {
 		return err
@@ -331,13 +364,7 @@ func (w *walker) visit(nd int32, cands []int32, inh int32, off int) {
 		inh = t.state[nd]
 	}
 	if len(cands) > 1 {
-		lo, hi := t.lo[int(nd)*dim:int(nd+1)*dim], t.hi[int(nd)*dim:int(nd+1)*dim]
-		out := w.buf[off : off : off+len(cands)]
-		if dim == 3 {
-			cands = prune3(w.cent, cands, lo, hi, out)
-		} else {
-			cands = prune(w.cent, dim, cands, lo, hi, out)
-		}
+		cands = t.prune(nd, w.cent, cands, w.buf[off:off:off+len(cands)])
 		off += len(cands)
 	}
 	if len(cands) == 1 {
