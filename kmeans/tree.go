@@ -33,8 +33,8 @@ type treeSession struct {
 	nodes []treeNode
 	lo    []int32 // node boxes, dim per node
 	hi    []int32
-	sums  []int64 // node Σw·x, dim per node
-	tasks []int32 // subtree roots that passes share among workers
+	sums  []int64  // node Σw·x, dim per node
+	tasks []int32  // subtree roots that passes share among workers
 	keys  []uint64 // scratch while building
 
 	// The last pass. state[node] is the centroid a node was assigned to
