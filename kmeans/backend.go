@@ -12,8 +12,8 @@ import "context"
 type Backend interface {
 	// Name identifies the backend in reports, e.g. "cpu" or "cuda:0 NVIDIA H100".
 	Name() string
-	// Open makes pts resident (on the device, for a GPU) for a run of at
-	// most opt.MaxK clusters. The points must not change until the Session
+	// Open makes pts resident (on the device, for a GPU) for Assigns of at
+	// most opt.MaxK centroids (breathing k-means adds a few to K). The points must not change until the Session
 	// is closed.
 	Open(pts *Points, opt SessionOptions) (Session, error)
 }

@@ -160,7 +160,7 @@ func autoStarts(k int) int {
 func (r *runner) open(pts *Points, coarse bool) (stage, error) {
 	cfg := &r.cfg
 	sess, err := cfg.Backend.Open(pts, SessionOptions{
-		MaxK: cfg.K, Algorithm: cfg.Algorithm, Update: cfg.Update, Workers: cfg.Workers,
+		MaxK: cfg.K + max(cfg.Breathe, DefaultBreathe), Algorithm: cfg.Algorithm, Update: cfg.Update, Workers: cfg.Workers,
 	})
 	if err != nil {
 		return stage{}, fmt.Errorf("kmeans: %s backend: %w", cfg.Backend.Name(), err)

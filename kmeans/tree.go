@@ -447,6 +447,19 @@ func prune(cent []int32, dim int, cands []int32, lo, hi []int32, out []int32) []
 // dominated reports whether centroid c is strictly farther than z from
 // every point of the box [lo, hi].
 func dominated(c, z, lo, hi []int32) bool {
+	if len(c) == 3 && len(z) == 3 && len(lo) == 3 && len(hi) == 3 {
+		var dc, dz int64
+		for j := range 3 {
+			v := lo[j]
+			if c[j] > z[j] {
+				v = hi[j]
+			}
+			a, b := int64(v)-int64(c[j]), int64(v)-int64(z[j])
+			dc += a * a
+			dz += b * b
+		}
+		return dc > dz
+	}
 	var dc, dz int64
 	for j := range c {
 		v := lo[j]
@@ -611,34 +624,8 @@ func (t *treeSession) utility(nd int32, cands []int32, buf []int32, util []uint6
 	node := &t.nodes[nd]
 	lo, hi := t.lo[int(nd)*dim:int(nd+1)*dim], t.hi[int(nd)*dim:int(nd+1)*dim]
 	if len(cands) > 2 {
-		// z1, z2: the two candidates nearest the box's centre; a third
-		// that both are strictly nearer to everywhere in the box is
-		// neither nearest nor second-nearest there.
-		var z1, z2 int32 = -1, -1
-		d1, d2 := uint64(math.MaxUint64), uint64(math.MaxUint64)
-		for _, c := range cands {
-			var d uint64
-			for j, v := range centroidAt(t.cent, dim, int(c)) {
-				e := 2*int64(v) - int64(lo[j]) - int64(hi[j])
-				d += uint64(e * e)
-			}
-			switch {
-			case d < d1:
-				z2, d2 = z1, d1
-				z1, d1 = c, d
-			case d < d2:
-				z2, d2 = c, d
-			}
-		}
-		c1, c2 := centroidAt(t.cent, dim, int(z1)), centroidAt(t.cent, dim, int(z2))
-		out := buf[:0:len(cands)]
-		for _, c := range cands {
-			cc := centroidAt(t.cent, dim, int(c))
-			if c == z1 || c == z2 || !dominated(cc, c1, lo, hi) || !dominated(cc, c2, lo, hi) {
-				out = append(out, c)
-			}
-		}
-		cands, buf = out, buf[len(out):]
+		cands = pruneTwo(t.cent, dim, cands, lo, hi, buf[:0:len(cands)])
+		buf = buf[len(cands):]
 	}
 	if len(cands) == 2 {
 		a, b := cands[0], cands[1]
@@ -673,6 +660,37 @@ func (t *treeSession) utility(nd int32, cands []int32, buf []int32, util []uint6
 		}
 		util[best] += t.ws[pos] * (b2 - b1)
 	}
+}
+
+// pruneTwo appends to out the candidates that may be nearest or
+// second-nearest to a point of the box [lo, hi]: with z1 and z2 the two
+// candidates nearest the box's centre, a third that both are strictly
+// nearer to everywhere in the box is neither.
+func pruneTwo(cent []int32, dim int, cands []int32, lo, hi []int32, out []int32) []int32 {
+	var z1, z2 int32 = -1, -1
+	d1, d2 := uint64(math.MaxUint64), uint64(math.MaxUint64)
+	for _, c := range cands {
+		var d uint64
+		for j, v := range centroidAt(cent, dim, int(c)) {
+			e := 2*int64(v) - int64(lo[j]) - int64(hi[j])
+			d += uint64(e * e)
+		}
+		switch {
+		case d < d1:
+			z2, d2 = z1, d1
+			z1, d1 = c, d
+		case d < d2:
+			z2, d2 = c, d
+		}
+	}
+	c1, c2 := centroidAt(cent, dim, int(z1)), centroidAt(cent, dim, int(z2))
+	for _, c := range cands {
+		cc := centroidAt(cent, dim, int(c))
+		if c == z1 || c == z2 || !dominated(cc, c1, lo, hi) || !dominated(cc, c2, lo, hi) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // gap returns Σ w(|x−b|² − |x−a|²) over the points of node nd, from its
