@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // treeSession assigns points with the filtering algorithm of Kanungo,
@@ -34,8 +35,7 @@ type treeSession struct {
 	lo    []int32 // node boxes, dim per node
 	hi    []int32
 	sums  []int64  // node Σw·x, dim per node
-	tasks []int32  // subtree roots that passes share among workers
-	keys  []uint64 // scratch while building
+	tasks []int32 // subtree roots that passes share among workers
 
 	// The last pass. state[node] is the centroid a node was assigned to
 	// whole, or -1 if the pass went down into it; nodes under a node
@@ -74,14 +74,13 @@ func newTreeSession(pts *Points, workers int) *treeSession {
 	for i := range t.perm {
 		t.perm[i] = int32(i)
 	}
-	est := 2*(n/leafSize+1) + 1
-	t.nodes = make([]treeNode, 0, est)
-	t.lo = make([]int32, 0, est*dim)
-	t.hi = make([]int32, 0, est*dim)
-	t.sums = make([]int64, 0, est*dim)
-	t.keys = make([]uint64, n)
-	t.build(0, int32(n))
-	t.keys = nil
+	b := &kdBuilder{pts: pts, origin: t.origin, perm: t.perm, keys: make([]uint64, n)}
+	levels := 0
+	for 1<<levels < workers {
+		levels++
+	}
+	b.buildParallel(0, int32(n), levels)
+	t.nodes, t.lo, t.hi, t.sums = b.nodes, b.lo, b.hi, b.sums
 	t.xs = make([]int32, n*dim)
 	t.ws = make([]uint64, n)
 	for pos, i := range t.perm {
@@ -113,45 +112,113 @@ func newTreeSession(pts *Points, workers int) *treeSession {
 	return t
 }
 
-// build makes the node for tree positions [first, last) and returns its
-// index: boxes are tight, splits are at the median of the longest side.
-func (t *treeSession) build(first, last int32) int32 {
-	dim := t.dim
-	id := int32(len(t.nodes))
-	t.nodes = append(t.nodes, treeNode{first: first, last: last, left: -1, right: -1})
-	t.lo = append(t.lo, make([]int32, dim)...)
-	t.hi = append(t.hi, make([]int32, dim)...)
-	t.sums = append(t.sums, make([]int64, dim)...)
-	lo, hi := t.lo[int(id)*dim:int(id+1)*dim], t.hi[int(id)*dim:int(id+1)*dim]
-	box(t.pts, t.perm[first:last], lo, hi)
+// kdBuilder builds a kd-tree over pts in the order perm, in pre-order:
+// a node, then its left subtree, then its right one.
+type kdBuilder struct {
+	pts    *Points
+	origin []int64
+	perm   []int32
+	keys   []uint64 // scratch, one per point
+	nodes  []treeNode
+	lo, hi []int32
+	sums   []int64
+}
+
+// buildParallel is build, with the subtrees of the first levels built by
+// goroutines of their own.
+func (b *kdBuilder) buildParallel(first, last int32, levels int) int32 {
+	if levels == 0 || last-first < 1<<16 {
+		return b.build(first, last)
+	}
+	id, mid, split := b.node(first, last)
+	if !split {
+		return id
+	}
+	sub := [2]*kdBuilder{}
+	var wg sync.WaitGroup
+	for i, r := range [2][2]int32{{first, mid}, {mid, last}} {
+		sub[i] = &kdBuilder{pts: b.pts, origin: b.origin, perm: b.perm, keys: b.keys}
+		wg.Go(func() { sub[i].buildParallel(r[0], r[1], levels-1) })
+	}
+	wg.Wait()
+	l := b.adopt(sub[0])
+	r := b.adopt(sub[1])
+	b.join(id, l, r)
+	return id
+}
+
+// adopt appends the nodes of s, renumbered, and returns the index of its root.
+func (b *kdBuilder) adopt(s *kdBuilder) int32 {
+	off := int32(len(b.nodes))
+	for _, nd := range s.nodes {
+		if nd.left >= 0 {
+			nd.left += off
+			nd.right += off
+		}
+		b.nodes = append(b.nodes, nd)
+	}
+	b.lo = append(b.lo, s.lo...)
+	b.hi = append(b.hi, s.hi...)
+	b.sums = append(b.sums, s.sums...)
+	return off
+}
+
+// build makes the node for tree positions [first, last) and its subtree,
+// and returns its index.
+func (b *kdBuilder) build(first, last int32) int32 {
+	id, mid, split := b.node(first, last)
+	if split {
+		l := b.build(first, mid)
+		r := b.build(mid, last)
+		b.join(id, l, r)
+	}
+	return id
+}
+
+// node appends the node for tree positions [first, last) with its tight
+// box. A node of at most leafSize points, or of points that all coincide,
+// is a leaf and gets its sums; any other is split at the median of its
+// box's longest side, at mid, for the caller to build its children.
+func (b *kdBuilder) node(first, last int32) (id, mid int32, split bool) {
+	dim := b.pts.Dim
+	id = int32(len(b.nodes))
+	b.nodes = append(b.nodes, treeNode{first: first, last: last, left: -1, right: -1})
+	b.lo = append(b.lo, make([]int32, dim)...)
+	b.hi = append(b.hi, make([]int32, dim)...)
+	b.sums = append(b.sums, make([]int64, dim)...)
+	lo, hi := b.lo[int(id)*dim:int(id+1)*dim], b.hi[int(id)*dim:int(id+1)*dim]
+	part := b.perm[first:last]
+	box(b.pts, part, lo, hi)
 	axis, span := longest(lo, hi)
 	if last-first <= leafSize || span == 0 {
-		nd := &t.nodes[id]
-		s := t.sums[int(id)*dim : int(id+1)*dim]
-		for _, i := range t.perm[first:last] {
-			w := t.pts.Weight(int(i))
+		nd := &b.nodes[id]
+		s := b.sums[int(id)*dim : int(id+1)*dim]
+		for _, i := range part {
+			w := b.pts.Weight(int(i))
 			var q int64
-			for j, v := range t.pts.At(int(i)) {
+			for j, v := range b.pts.At(int(i)) {
 				s[j] += int64(w) * int64(v)
-				d := int64(v) - t.origin[j]
+				d := int64(v) - b.origin[j]
 				q += d * d
 			}
 			nd.w += w
 			nd.q += w * uint64(q)
 		}
-		return id
+		return id, 0, false
 	}
-	mid := first + (last-first)/2
-	splitMedian(t.pts, t.perm[first:last], axis, lo[axis], t.keys)
-	l := t.build(first, mid)
-	r := t.build(mid, last)
-	nd, a, b := &t.nodes[id], &t.nodes[l], &t.nodes[r]
+	splitMedian(b.pts, part, axis, lo[axis], b.keys[first:last])
+	return id, first + (last-first)/2, true
+}
+
+// join makes l and r the children of node id and gives it their sums.
+func (b *kdBuilder) join(id, l, r int32) {
+	dim := b.pts.Dim
+	nd, a, c := &b.nodes[id], &b.nodes[l], &b.nodes[r]
 	nd.left, nd.right = l, r
-	nd.w, nd.q = a.w+b.w, a.q+b.q
+	nd.w, nd.q = a.w+c.w, a.q+c.q
 	for j := range dim {
-		t.sums[int(id)*dim+j] = t.sums[int(l)*dim+j] + t.sums[int(r)*dim+j]
+		b.sums[int(id)*dim+j] = b.sums[int(l)*dim+j] + b.sums[int(r)*dim+j]
 	}
-	return id
 }
 
 // box sets lo and hi to the bounding box of the points in part.
