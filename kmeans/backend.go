@@ -66,6 +66,13 @@ type Rebaser interface {
 	Rebase(from []int) error
 }
 
+// A Counter is a Session that reports how many point–centroid distances
+// its last Assign computed: the work the pruning algorithms save (the
+// seeds' M and k').
+type Counter interface {
+	Work() uint64
+}
+
 // Stats are the per-cluster statistics of one labelling. All values are
 // exact, so they do not depend on the order in which points were visited.
 type Stats struct {

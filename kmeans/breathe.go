@@ -12,13 +12,13 @@ import (
 func nearest2(ctx context.Context, pts *Points, cent []int32, workers int) (labels []int32, d1, d2 []uint64, err error) {
 	n, dim := pts.Len(), pts.Dim
 	var g geometry
-	g.build(cent, dim, nil, true)
+	g.build(cent, dim, nil, Bounds)
 	labels = make([]int32, n)
 	d1 = make([]uint64, n)
 	d2 = make([]uint64, n)
 	err = forChunks(ctx, n, workers, func(_, _, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			b, a, c := g.search(pts.At(i), -1, 0)
+			b, a, c, _ := g.search(pts.At(i), -1, 0)
 			labels[i], d1[i], d2[i] = int32(b), a, c
 		}
 	})

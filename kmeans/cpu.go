@@ -21,30 +21,43 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 	if err := pts.Validate(); err != nil {
 		return nil, err
 	}
-	switch opt.Update {
-	case UpdateAuto, UpdateHost:
-	default:
-		return nil, fmt.Errorf("kmeans: the cpu backend has no update strategy %q", opt.Update)
-	}
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	if opt.Algorithm == KDTree || (opt.Algorithm == Auto && pts.Dim <= maxTreeDim) {
+	algo := opt.Algorithm
+	if algo == Auto {
+		algo = Bounds
+		if pts.Dim <= maxTreeDim {
+			algo = KDTree
+		}
+	}
+	if algo == KDTree {
+		if opt.Update != UpdateAuto {
+			return nil, fmt.Errorf("kmeans: the kd-tree sums whole nodes; update strategy %q applies to the per-point algorithms", opt.Update)
+		}
 		return newTreeSession(pts, workers), nil
+	}
+	switch algo {
+	case Lloyd, Bounds, WuHong, GEMM:
+	default:
+		return nil, fmt.Errorf("kmeans: the cpu backend has no algorithm %q", opt.Algorithm)
+	}
+	update := opt.Update
+	switch update {
+	case UpdateAuto:
+		update = UpdateHost
+	case UpdateHost, UpdateBlock, UpdateAtomic, UpdateSorted:
+	default:
+		return nil, fmt.Errorf("kmeans: the cpu backend has no update strategy %q", opt.Update)
 	}
 	s := &cpuSession{
 		pts:     pts,
 		dim:     pts.Dim,
 		n:       pts.Len(),
 		workers: workers,
-	}
-	switch opt.Algorithm {
-	case Auto, Bounds:
-		s.bounds = true
-	case Lloyd:
-	default:
-		return nil, fmt.Errorf("kmeans: the cpu backend has no algorithm %q", opt.Algorithm)
+		algo:    algo,
+		update:  update,
 	}
 	lo, _ := pts.Bounds()
 	s.origin = make([]int64, s.dim)
@@ -52,7 +65,7 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 		s.origin[j] = int64(v)
 	}
 	s.labels = make([]int32, s.n)
-	if s.bounds {
+	if algo == Bounds {
 		s.upper = make([]float64, s.n)
 		s.lower = make([]float64, s.n)
 	}
@@ -67,15 +80,20 @@ const maxTreeDim = 6
 // the split of work never depends on the number of workers.
 const chunk = 4096
 
-// cpuSession keeps, besides the labels, the statistics of the current
-// labelling: when a point changes cluster only its own contribution moves,
-// so an iteration costs work in proportion to the points that may move.
+// cpuSession labels points one by one with one of the per-point
+// algorithms (Lloyd, Bounds, WuHong, GEMM) and keeps the statistics of the
+// current labelling. With the host update, the default, only the points
+// that change cluster move their contribution, so an iteration costs work
+// in proportion to the points that may move; the other update strategies
+// recompute the sums from the labels each pass, as their GPU namesakes do.
 type cpuSession struct {
 	pts     *Points
 	dim, n  int
 	workers int
-	bounds  bool
+	algo    Algorithm
+	update  Update
 	origin  []int64 // per-dimension minimum of the points; squared sums are taken about it
+	work    uint64  // distances computed by the last Assign
 
 	valid  bool // labels and statistics describe a labelling of k clusters
 	k      int
@@ -109,7 +127,8 @@ type partial struct {
 	sums   []int64
 	sq     []int64
 	moved  uint64
-	direct uint64 // Σw·d² over all points, for the Lloyd algorithm
+	work   uint64 // distances computed
+	track  bool   // whether moves change the sums (the host update)
 }
 
 func (p *partial) reset(k, dim int) {
@@ -119,11 +138,21 @@ func (p *partial) reset(k, dim int) {
 	clear(p.counts)
 	clear(p.sums)
 	clear(p.sq)
-	p.moved, p.direct = 0, 0
+	p.moved, p.work = 0, 0
 }
 
 // move records that point x of weight w left cluster from (-1: none) for to.
 func (p *partial) move(x []int32, o []int64, w uint64, from, to int) {
+	p.moved += w
+	if !p.track {
+		return
+	}
+	p.add(x, o, w, from, to)
+}
+
+// add moves the contribution of point x of weight w from cluster from
+// (-1: none) to cluster to.
+func (p *partial) add(x []int32, o []int64, w uint64, from, to int) {
 	dim := len(x)
 	var q int64
 	for j, v := range x {
@@ -145,7 +174,6 @@ func (p *partial) move(x []int32, o []int64, w uint64, from, to int) {
 	for j, v := range x {
 		s[j] += iw * int64(v)
 	}
-	p.moved += w
 }
 
 func (s *cpuSession) Close() error {
@@ -169,7 +197,7 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 		return fmt.Errorf("kmeans: %d centroid coordinates for dimension %d", len(centroids), s.dim)
 	}
 	k := len(centroids) / s.dim
-	rebased := s.rebase != nil && s.valid && s.bounds && len(s.rebase) == k
+	rebased := s.rebase != nil && s.valid && s.algo == Bounds && len(s.rebase) == k
 	fresh := !s.valid || (k != s.k && !rebased)
 	if rebased {
 		s.carry(centroids)
@@ -185,7 +213,7 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 		clear(s.sq)
 		s.prev = s.prev[:0]
 	}
-	s.geo.build(centroids, s.dim, s.prev, s.bounds)
+	s.geo.build(centroids, s.dim, s.prev, s.algo)
 
 	_, workers := chunks(s.n, s.workers)
 	if len(s.part) < workers {
@@ -193,12 +221,19 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 	}
 	for w := range workers {
 		s.part[w].reset(k, s.dim)
+		s.part[w].track = s.update == UpdateHost
 	}
 	err := forChunks(ctx, s.n, workers, func(w, _, lo, hi int) {
-		if s.bounds {
-			s.assignBounds(&s.part[w], lo, hi, fresh, rebased)
-		} else {
-			s.assignLloyd(&s.part[w], lo, hi, fresh)
+		p := &s.part[w]
+		switch s.algo {
+		case Bounds:
+			s.assignBounds(p, lo, hi, fresh, rebased)
+		case WuHong:
+			s.assignWuHong(p, lo, hi, fresh)
+		case GEMM:
+			s.assignGEMM(p, lo, hi, fresh)
+		default:
+			s.assignLloyd(p, lo, hi, fresh)
 		}
 	})
 	if err != nil {
@@ -206,7 +241,8 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 		return err
 	}
 
-	var moved, direct uint64
+	var moved uint64
+	s.work = 0
 	for _, p := range s.part[:workers] {
 		for c := range k {
 			s.counts[c] = uint64(int64(s.counts[c]) + p.counts[c])
@@ -216,7 +252,13 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 			s.sums[i] += v
 		}
 		moved += p.moved
-		direct += p.direct
+		s.work += p.work
+	}
+	if s.update != UpdateHost {
+		if err := s.accumulate(ctx); err != nil {
+			s.valid = false
+			return err
+		}
 	}
 	s.valid = true
 	s.prev = append(s.prev[:0], centroids...)
@@ -231,13 +273,13 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 			st.Moved += w
 		}
 	}
-	if s.bounds {
-		st.Inertia = s.inertia(centroids)
-	} else {
-		st.Inertia = direct
-	}
+	st.Inertia = s.inertia(centroids)
 	return nil
 }
+
+// Work returns the number of point–centroid distances the last Assign
+// computed: the papers' M summed over the points.
+func (s *cpuSession) Work() uint64 { return s.work }
 
 // inertia evaluates Σ_c Σ_{x∈c} w|x−c|² from the running sums.
 func (s *cpuSession) inertia(centroids []int32) uint64 {
@@ -270,18 +312,86 @@ func (s *cpuSession) assignLloyd(p *partial, lo, hi int, fresh bool) {
 	g := &s.geo
 	for i := lo; i < hi; i++ {
 		x := s.pts.Coords[i*s.dim : (i+1)*s.dim]
-		best, d := g.scan(x)
-		w := s.pts.Weight(i)
-		p.direct += w * d
+		best, _ := g.scan(x)
+		s.relabel(p, i, x, best, fresh)
+	}
+	p.work += uint64(hi-lo) * uint64(g.k)
+}
+
+// relabel gives point i (coordinates x) the label best.
+func (s *cpuSession) relabel(p *partial, i int, x []int32, best int, fresh bool) {
+	a := int(s.labels[i])
+	if fresh {
+		a = -1
+	}
+	if best != a {
+		p.move(x, s.origin, s.pts.Weight(i), a, best)
+		s.labels[i] = int32(best)
+	}
+}
+
+// assignWuHong starts each point from its previous centroid a and walks
+// the other centroids in order of their distance from a (the ranked index
+// matrix RID), stopping at the first one at least twice as far from a as
+// the point is (the inter-centroid distances ICD): by the triangle
+// inequality it and all after it are farther from the point than a.
+func (s *cpuSession) assignWuHong(p *partial, lo, hi int, fresh bool) {
+	if fresh {
+		s.assignLloyd(p, lo, hi, true)
+		return
+	}
+	g, k := &s.geo, s.geo.k
+	for i := lo; i < hi; i++ {
+		x := s.pts.Coords[i*s.dim : (i+1)*s.dim]
 		a := int(s.labels[i])
-		if fresh {
-			a = -1
+		best, bd := a, Dist(x, centroidAt(g.cent, s.dim, a))
+		lim, work := quad(bd), uint64(1)
+		icd, rid := g.icd[a*k:(a+1)*k], g.rid[a*(k-1):(a+1)*(k-1)]
+		for _, j := range rid {
+			if icd[j] > lim {
+				break
+			}
+			work++
+			if d := Dist(x, centroidAt(g.cent, s.dim, int(j))); d < bd || (d == bd && int(j) < best) {
+				best, bd = int(j), d
+			}
 		}
-		if best != a {
-			p.move(x, s.origin, w, a, best)
-			s.labels[i] = int32(best)
+		p.work += work
+		s.relabel(p, i, x, best, false)
+	}
+}
+
+// assignGEMM forms each distance as ‖c‖² − 2x·c (plus ‖x‖², the same for
+// every centroid), blocked like a matrix product: a block of points against
+// every centroid. Integers keep it exact, so no near tie needs a re-check.
+func (s *cpuSession) assignGEMM(p *partial, lo, hi int, fresh bool) {
+	const block = 64
+	g, dim, k := &s.geo, s.dim, s.geo.k
+	var best [block]int32
+	var score [block]int64
+	for b := lo; b < hi; b += block {
+		e := min(b+block, hi)
+		for i := range e - b {
+			best[i], score[i] = -1, math.MaxInt64
+		}
+		for c := range k {
+			cc, cn := centroidAt(g.cent, dim, c), g.cnorm[c]
+			for i := b; i < e; i++ {
+				x := s.pts.Coords[i*dim : (i+1)*dim]
+				var dot int64
+				for j, v := range x {
+					dot += int64(v) * int64(cc[j])
+				}
+				if sc := cn - 2*dot; sc < score[i-b] {
+					best[i-b], score[i-b] = int32(c), sc
+				}
+			}
+		}
+		for i := b; i < e; i++ {
+			s.relabel(p, i, s.pts.Coords[i*dim:(i+1)*dim], int(best[i-b]), fresh)
 		}
 	}
+	p.work += uint64(hi-lo) * uint64(k)
 }
 
 // eps sets the margin that keeps the float bounds safe: a bound is only
@@ -301,7 +411,8 @@ func (s *cpuSession) assignBounds(p *partial, lo, hi int, fresh, rebased bool) {
 			// least gap − u away: |x−y| ≥ |c−y| − |x−c|.
 			a = int(s.inv[a])
 			if a < 0 {
-				best, d1, d2 := g.search(x, -1, 0)
+				best, d1, d2, ev := g.search(x, -1, 0)
+				p.work += ev
 				s.upper[i] = sqrt(d1) - g.cumDrift[best]
 				s.lower[i] = sqrt(d2) + g.cumMax
 				p.move(x, s.origin, s.pts.Weight(i), -1, best)
@@ -328,11 +439,13 @@ func (s *cpuSession) assignBounds(p *partial, lo, hi int, fresh, rebased bool) {
 				continue
 			}
 			da := Dist(x, centroidAt(g.cent, s.dim, a))
+			p.work++
 			if u = sqrt(da); u+margin < bound {
 				s.upper[i] = u - cd
 				continue
 			}
-			best, d1, d2 := g.search(x, a, da)
+			best, d1, d2, ev := g.search(x, a, da)
+			p.work += 1 + ev
 			s.upper[i] = sqrt(d1) - g.cumDrift[best]
 			s.lower[i] = sqrt(d2) + g.cumMax
 			if best != a {
@@ -341,7 +454,8 @@ func (s *cpuSession) assignBounds(p *partial, lo, hi int, fresh, rebased bool) {
 			}
 			continue
 		}
-		best, d1, d2 := g.search(x, -1, 0)
+		best, d1, d2, ev := g.search(x, -1, 0)
+		p.work += ev
 		s.upper[i] = sqrt(d1) - g.cumDrift[best]
 		s.lower[i] = sqrt(d2) + g.cumMax
 		p.move(x, s.origin, s.pts.Weight(i), -1, best)

@@ -2,6 +2,7 @@ package kmeans
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -21,16 +22,35 @@ type geometry struct {
 	cumMax   float64
 	half     []float64 // half the distance to the nearest other centroid
 
+	icd   []uint64 // squared inter-centroid distances, k×k (WuHong)
+	rid   []int32  // per centroid, the others by increasing distance, k×(k−1) (WuHong)
+	cnorm []int64  // ‖c‖² per centroid (GEMM)
+
 	axis   []float64 // unit vector along the centroids' principal axis
 	proj   []float64 // projections, ascending
 	order  []int32   // centroid index of each projection
 	sorted []int32   // coordinates in projection order
 }
 
-func (g *geometry) build(cent []int32, dim int, prev []int32, bounds bool) {
+func (g *geometry) build(cent []int32, dim int, prev []int32, algo Algorithm) {
 	g.dim, g.k = dim, len(cent)/dim
 	g.cent = append(g.cent[:0], cent...)
-	if !bounds {
+	switch algo {
+	case WuHong:
+		g.ranks()
+		return
+	case GEMM:
+		g.cnorm = resize(g.cnorm, g.k)
+		for c := range g.k {
+			var s int64
+			for _, v := range centroidAt(cent, dim, c) {
+				s += int64(v) * int64(v)
+			}
+			g.cnorm[c] = s
+		}
+		return
+	case Bounds:
+	default:
 		return
 	}
 	k := g.k
@@ -80,6 +100,42 @@ func (g *geometry) build(cent []int32, dim int, prev []int32, bounds bool) {
 	for r, c := range g.order {
 		g.proj[r] = p[c]
 		copy(g.sorted[r*dim:(r+1)*dim], centroidAt(cent, dim, int(c)))
+	}
+}
+
+// ranks builds the inter-centroid distance matrix ICD and the ranked
+// index matrix RID of Wu & Hong: row a of RID lists the other centroids by
+// increasing distance from a, ties by index.
+func (g *geometry) ranks() {
+	k, dim := g.k, g.dim
+	g.icd = resize(g.icd, k*k)
+	for a := range k {
+		g.icd[a*k+a] = 0
+		for b := a + 1; b < k; b++ {
+			d := Dist(centroidAt(g.cent, dim, a), centroidAt(g.cent, dim, b))
+			g.icd[a*k+b], g.icd[b*k+a] = d, d
+		}
+	}
+	g.rid = resize(g.rid, k*max(k-1, 0))
+	for a := range k {
+		row := g.rid[a*(k-1) : (a+1)*(k-1)]
+		r := 0
+		for b := range k {
+			if b != a {
+				row[r] = int32(b)
+				r++
+			}
+		}
+		d := g.icd[a*k : (a+1)*k]
+		slices.SortFunc(row, func(x, y int32) int {
+			if d[x] != d[y] {
+				if d[x] < d[y] {
+					return -1
+				}
+				return 1
+			}
+			return int(x - y)
+		})
 	}
 }
 
@@ -172,10 +228,10 @@ func (g *geometry) scan(x []int32) (best int, d1 uint64) {
 }
 
 // search returns the nearest centroid to x (ties to the lowest index), its
-// squared distance d1, and the squared distance d2 to the nearest of the
-// others (MaxUint64 if there is none). a ≥ 0 is a centroid already known to
-// be at squared distance da.
-func (g *geometry) search(x []int32, a int, da uint64) (best int, d1, d2 uint64) {
+// squared distance d1, the squared distance d2 to the nearest of the others
+// (MaxUint64 if there is none), and how many distances it computed. a ≥ 0
+// is a centroid already known to be at squared distance da.
+func (g *geometry) search(x []int32, a int, da uint64) (best int, d1, d2, evals uint64) {
 	best, d1, d2 = a, da, math.MaxUint64
 	if a < 0 {
 		d1 = math.MaxUint64
@@ -188,6 +244,7 @@ func (g *geometry) search(x []int32, a int, da uint64) (best int, d1, d2 uint64)
 		if j == a {
 			return
 		}
+		evals++
 		var d uint64
 		if dim == 3 {
 			c := g.sorted[r*3 : r*3+3 : r*3+3]
@@ -216,5 +273,5 @@ func (g *geometry) search(x []int32, a int, da uint64) (best int, d1, d2 uint64)
 		}
 		visit(r)
 	}
-	return best, d1, d2
+	return best, d1, d2, evals
 }

@@ -114,6 +114,29 @@ func referenceLloyd(p *Points, cent []int32, maxIter int, tol float64) ([]int32,
 	}
 }
 
+// variants lists every algorithm and update strategy of the CPU backend.
+var variants = func() []struct {
+	algo   Algorithm
+	update Update
+} {
+	var v []struct {
+		algo   Algorithm
+		update Update
+	}
+	for _, a := range []Algorithm{Lloyd, Bounds, WuHong, GEMM} {
+		for _, u := range []Update{UpdateHost, UpdateBlock, UpdateAtomic, UpdateSorted} {
+			v = append(v, struct {
+				algo   Algorithm
+				update Update
+			}{a, u})
+		}
+	}
+	return append(v, struct {
+		algo   Algorithm
+		update Update
+	}{KDTree, UpdateAuto})
+}()
+
 func TestLloydMatchesReference(t *testing.T) {
 	for _, tc := range []struct {
 		seed   uint64
@@ -134,13 +157,13 @@ func TestLloydMatchesReference(t *testing.T) {
 			init[c*tc.dim] = int32(c * 3)
 		}
 		wantC, wantL, wantI := referenceLloyd(p, init, 50, DefaultTol)
-		for _, algo := range []Algorithm{Lloyd, Bounds, KDTree} {
-			m, err := Run(context.Background(), p, Config{K: tc.k, Init: InitGiven, Centroids: init, MaxIter: 50, Algorithm: algo}, nil)
+		for _, v := range variants {
+			m, err := Run(context.Background(), p, Config{K: tc.k, Init: InitGiven, Centroids: init, MaxIter: 50, Algorithm: v.algo, Update: v.update}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(m.Centroids, wantC) || !slices.Equal(m.Labels, wantL) || m.Inertia != wantI {
-				t.Errorf("seed %d %s: centroids/labels/inertia differ from the reference (inertia %d, want %d)", tc.seed, algo, m.Inertia, wantI)
+				t.Errorf("seed %d %s/%s: centroids/labels/inertia differ from the reference (inertia %d, want %d)", tc.seed, v.algo, v.update, m.Inertia, wantI)
 			}
 		}
 	}
@@ -151,10 +174,11 @@ func TestDeterministicAcrossWorkersAndAlgorithms(t *testing.T) {
 	type step struct{ inertia, moved uint64 }
 	var first *Model
 	var firstSteps []step
-	for _, algo := range []Algorithm{Bounds, Lloyd, KDTree} {
-		for _, w := range []int{1, 2, 3, 8} {
+	for _, v := range variants {
+		for _, w := range []int{1, 3} {
+			algo := v.algo
 			var steps []step
-			m, err := Run(context.Background(), p, Config{K: 32, Seed: 42, Workers: w, Algorithm: algo}, func(it Iteration) {
+			m, err := Run(context.Background(), p, Config{K: 32, Seed: 42, Workers: w, Algorithm: algo, Update: v.update, Starts: 2, Breathe: 2, Coarse: 4096}, func(it Iteration) {
 				steps = append(steps, step{it.Inertia, it.Moved})
 			})
 			if err != nil {
