@@ -34,7 +34,7 @@ type treeSession struct {
 	nodes []treeNode
 	lo    []int32 // node boxes, dim per node
 	hi    []int32
-	sums  []int64  // node Σw·x, dim per node
+	sums  []int64 // node Σw·x, dim per node
 	tasks []int32 // subtree roots that passes share among workers
 
 	// The last pass. state[node] is the centroid a node was assigned to
