@@ -30,7 +30,7 @@ func nearest2(ctx context.Context, pts *Points, cent []int32, workers int) (labe
 // removes the m centroids of least utility (the rise in inertia their
 // removal would cause), runs Lloyd again, and keeps the result when it
 // lowers the inertia; m starts at depth and falls by one after every cycle
-// that does not help.
+// that does not lower it by more than breatheGain.
 func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, depth int) (*Model, error) {
 	cfg, dim := &r.cfg, sg.pts.Dim
 	nfixed := len(cfg.Fixed) / dim
@@ -137,9 +137,12 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 			return nil, err
 		}
 		cur = ms
-		if ms.Inertia < best.Inertia {
+		if float64(ms.Inertia) < float64(best.Inertia)*(1-breatheGain) {
 			best = ms
 		} else {
+			if ms.Inertia < best.Inertia {
+				best = ms
+			}
 			md--
 		}
 	}
@@ -151,6 +154,11 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 	}
 	return best, nil
 }
+
+// breatheGain is the least relative fall in inertia that counts as a
+// successful breath; smaller gains are kept but lower the depth, so that a
+// long tail of tiny improvements does not keep breathing going.
+const breatheGain = 3e-4
 
 // rebase passes the ancestry of the next centroids to sessions that use it.
 func rebase(sg stage, from []int) error {
