@@ -37,7 +37,7 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 	rng := newRand(cfg.Seed^0x9e3779b97f4a7c15, start)
 	best, cur := m, m // cur: the model the session last assigned
 	var st Stats
-	for md := depth; md > 0; {
+	for md := depth; md > 0 && best.Inertia > 0; {
 		k := best.K()
 		md = min(md, k-nfixed)
 		if md <= 0 {
@@ -93,34 +93,7 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 			order = append(order, c)
 		}
 		sort.SliceStable(order, func(a, b int) bool { return util[order[a]] < util[order[b]] })
-		frozen := make([]bool, kg)
-		removed := make([]bool, kg)
-		left := md
-		for _, c := range order {
-			if left == 0 {
-				break
-			}
-			if frozen[c] {
-				continue
-			}
-			removed[c] = true
-			left--
-			// freeze the neighbours of c: centroids within 1.1 times
-			// the distance to its nearest other centroid
-			cc := mg.Centroid(c)
-			nn := uint64(math.MaxUint64)
-			for o := range kg {
-				if o != c {
-					nn = min(nn, Dist(cc, mg.Centroid(o)))
-				}
-			}
-			lim := 1.21 * float64(nn)
-			for o := range kg {
-				if o != c && float64(Dist(cc, mg.Centroid(o))) <= lim {
-					frozen[o] = true
-				}
-			}
-		}
+		removed := remove(mg, order, md)
 		var shrunk []int32
 		from = from[:0]
 		for c := range kg {
@@ -159,6 +132,50 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 // successful breath; smaller gains are kept but lower the depth, so that a
 // long tail of tiny improvements does not keep breathing going.
 const breatheGain = 3e-4
+
+// remove chooses n centroids of m to remove, taking them in the given
+// order (least utility first) but never two neighbours in one breath:
+// removing a centroid freezes those within 1.1 times the distance to its
+// nearest other centroid. If freezing leaves fewer than n, the rest are
+// taken in order among the frozen.
+func remove(m *Model, order []int, n int) []bool {
+	k := m.K()
+	frozen := make([]bool, k)
+	removed := make([]bool, k)
+	for _, c := range order {
+		if n == 0 {
+			break
+		}
+		if frozen[c] {
+			continue
+		}
+		removed[c] = true
+		n--
+		cc := m.Centroid(c)
+		nn := uint64(math.MaxUint64)
+		for o := range k {
+			if o != c {
+				nn = min(nn, Dist(cc, m.Centroid(o)))
+			}
+		}
+		lim := 1.21 * float64(nn)
+		for o := range k {
+			if o != c && float64(Dist(cc, m.Centroid(o))) <= lim {
+				frozen[o] = true
+			}
+		}
+	}
+	for _, c := range order {
+		if n == 0 {
+			break
+		}
+		if !removed[c] {
+			removed[c] = true
+			n--
+		}
+	}
+	return removed
+}
 
 // rebase passes the ancestry of the next centroids to sessions that use it.
 func rebase(sg stage, from []int) error {

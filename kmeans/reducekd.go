@@ -13,12 +13,11 @@ import (
 // weigh more than a uint32 holds.
 func reduceKD(pts *Points, target int) *Points {
 	n, dim := pts.Len(), pts.Dim
+	// the most halvings that leave at most target parts, and no more
+	// than it takes to separate every point
 	depth := 0
-	for 1<<depth < target && n>>depth > 1 {
+	for 2<<depth <= target && 1<<depth < n {
 		depth++
-	}
-	if 1<<depth > target {
-		depth--
 	}
 	idx := make([]int32, n)
 	for i := range idx {
