@@ -110,6 +110,7 @@ type cpuSession struct {
 
 	geo  geometry
 	part []partial
+	tree *treeSession // for Profile, built on first use
 
 	// Rebase's ancestry for the next Assign, and while that Assign runs:
 	// each old cluster's new number (−1: gone), the distance from each old
@@ -274,6 +275,34 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 		}
 	}
 	st.Inertia = s.inertia(centroids)
+	return nil
+}
+
+// Profile implements Profiler, with a kd-tree over the points built on
+// first use in few dimensions, else point by point.
+func (s *cpuSession) Profile(ctx context.Context, inertia, utility []uint64) error {
+	if !s.valid {
+		return errors.New("kmeans: Profile before Assign")
+	}
+	if s.dim <= maxTreeDim {
+		if s.tree == nil {
+			s.tree = newTreeSession(s.pts, s.workers)
+		}
+		return s.tree.profile(ctx, s.prev, inertia, utility)
+	}
+	labels, d1, d2, err := nearest2(ctx, s.pts, s.prev, s.workers)
+	if err != nil {
+		return err
+	}
+	clear(inertia[:s.k])
+	clear(utility[:s.k])
+	for i, l := range labels {
+		w := s.pts.Weight(i)
+		inertia[l] += w * d1[i]
+		if d2[i] != math.MaxUint64 {
+			utility[l] += w * (d2[i] - d1[i])
+		}
+	}
 	return nil
 }
 

@@ -76,12 +76,13 @@ type Config struct {
 	// Coarse bounds the size of the reduced point set that the starts run
 	// on before the winner is refined on all points: the points are cut,
 	// kd-tree fashion, into at most Coarse parts of equal counts, each
-	// standing for its points at their weighted mean. 0 means
-	// DefaultCoarse; a negative value runs the starts on all points.
+	// standing for its points at their weighted mean. 0 means 512·K
+	// within [4096, DefaultCoarse]; a negative value runs the starts on
+	// all points.
 	Coarse int
 	// Breathe is the depth of breathing k-means (Fritzke 2021), which
-	// improves each start after Lloyd: it adds centroids beside those of
-	// largest error, removes those of least utility, and keeps changes
+	// improves the best start after Lloyd: it adds centroids beside those
+	// of largest error, removes those of least utility, and keeps changes
 	// that lower the inertia. 0 means DefaultBreathe; negative turns it
 	// off.
 	Breathe int

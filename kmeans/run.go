@@ -67,7 +67,7 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		depth = DefaultBreathe
 	}
 	if target == 0 {
-		target = DefaultCoarse
+		target = min(max(512*cfg.K, 4096), DefaultCoarse)
 	}
 	full, err := r.open(r.pts, false)
 	if err != nil {
@@ -98,6 +98,7 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 			}
 		}
 		var best *Model
+		iters := make([]int, starts) // iterations of each start so far
 		for s := range starts {
 			r.iter = 0
 			c, err := r.seed(ctx, search.pts, s)
@@ -108,13 +109,21 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 			if err != nil {
 				return nil, err
 			}
-			if depth > 0 {
-				if m, err = r.breathe(ctx, search, s, m, depth); err != nil {
+			if best == nil || m.Inertia < best.Inertia {
+				best = m
+			}
+			iters[s] = r.iter
+		}
+		if depth > 0 {
+			// Breathing improves the best start, on the same stage.
+			if starts > 1 {
+				if err := search.sess.Assign(ctx, best.Centroids, &r.st); err != nil {
 					return nil, err
 				}
 			}
-			if best == nil || m.Inertia < best.Inertia {
-				best = m
+			r.iter = iters[best.Start]
+			if best, err = r.breathe(ctx, search, best.Start, best, depth); err != nil {
+				return nil, err
 			}
 		}
 		if search.sess == full.sess && starts == 1 {

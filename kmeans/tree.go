@@ -46,8 +46,6 @@ type treeSession struct {
 	cent   []int32
 	state  []int32
 	labels []int32
-	counts []uint64 // Σw per cluster
-	csums  []int64  // Σw·x per cluster
 	sq     []uint64 // Σw|x−o|² per cluster
 	walks  []walker
 }
@@ -404,8 +402,7 @@ func (t *treeSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 		}
 		st.Moved += wk.moved
 	}
-	t.counts = append(t.counts[:0], st.Counts...)
-	t.csums = append(t.csums[:0], st.Sums...)
+
 	if fresh {
 		st.Moved = 0
 		for c := range k {
@@ -641,27 +638,26 @@ func (t *treeSession) Farthest(m int) ([]int, error) {
 	return Farthest(t.pts, labels, t.cent, m), nil
 }
 
-// Profile implements Profiler: the inertia of each cluster comes from its
-// sums; the utilities from a walk like Assign's that keeps the candidates
-// that may be nearest or second-nearest, so that a box left with two,
-// one nearer than the other everywhere, adds its share at once.
+// Profile implements Profiler for the centroids of the last Assign.
 func (t *treeSession) Profile(ctx context.Context, inertia, utility []uint64) error {
 	if !t.valid {
 		return errors.New("kmeans: Profile before Assign")
 	}
-	k, dim := t.k, t.dim
-	for c := range k {
-		inertia[c] = clusterInertia(t.counts[c], t.csums[c*dim:(c+1)*dim], t.sq[c], t.origin, centroidAt(t.cent, dim, c)).uint64()
-	}
-	clear(utility[:k])
-	if k < 2 {
-		return nil
-	}
+	return t.profile(ctx, t.cent, inertia, utility)
+}
+
+// profile measures, for the labelling by centroids cent, what each
+// cluster adds to the inertia and its utility, in a walk like Assign's
+// that keeps the candidates that may be nearest or second-nearest: a box
+// left with two, one nearer than the other everywhere, adds its share at
+// once from its sums.
+func (t *treeSession) profile(ctx context.Context, cent []int32, inertia, utility []uint64) error {
+	k := len(cent) / t.dim
 	workers := max(1, min(t.workers, len(t.tasks)))
-	utils := make([][]uint64, workers)
+	parts := make([][]uint64, workers)
 	bufs := make([][]int32, workers)
 	for w := range workers {
-		utils[w] = make([]uint64, k)
+		parts[w] = make([]uint64, 2*k)
 		bufs[w] = make([]int32, 65*k)
 	}
 	all := make([]int32, k)
@@ -669,46 +665,57 @@ func (t *treeSession) Profile(ctx context.Context, inertia, utility []uint64) er
 		all[c] = int32(c)
 	}
 	err := parallel(ctx, len(t.tasks), workers, func(w, task int) {
-		t.utility(t.tasks[task], all, bufs[w], utils[w])
+		t.utility(t.tasks[task], cent, all, bufs[w], parts[w][:k], parts[w][k:])
 	})
 	if err != nil {
 		return err
 	}
-	for _, u := range utils {
-		for c, v := range u {
-			utility[c] += v
+	clear(inertia[:k])
+	clear(utility[:k])
+	for _, p := range parts {
+		for c := range k {
+			inertia[c] += p[c]
+			utility[c] += p[k+c]
 		}
 	}
 	return nil
 }
 
-// utility adds to util, for the points of node nd, w·(d₂ − d₁): the
-// squared distances to their second-nearest and nearest centroids, to the
-// nearest one's entry. cands (ascending) holds every centroid that may be
-// nearest or second-nearest to a point of the node.
-func (t *treeSession) utility(nd int32, cands []int32, buf []int32, util []uint64) {
+// utility adds, for the points of node nd, w·d₁ to inert and w·(d₂ − d₁)
+// to util at the nearest centroid's entry, d₁ and d₂ being the squared
+// distances to the nearest and second-nearest centroids of cent. cands
+// (ascending) holds every centroid that may be nearest or second-nearest
+// to a point of the node.
+func (t *treeSession) utility(nd int32, cent, cands, buf []int32, inert, util []uint64) {
 	dim := t.dim
 	node := &t.nodes[nd]
 	lo, hi := t.lo[int(nd)*dim:int(nd+1)*dim], t.hi[int(nd)*dim:int(nd+1)*dim]
 	if len(cands) > 2 {
-		cands = pruneTwo(t.cent, dim, cands, lo, hi, buf[:0:len(cands)])
+		cands = pruneTwo(cent, dim, cands, lo, hi, buf[:0:len(cands)])
 		buf = buf[len(cands):]
 	}
-	if len(cands) == 2 {
+	switch len(cands) {
+	case 1: // a single centroid: no second-nearest
+		c := cands[0]
+		inert[c] += t.nodeInertia(nd, centroidAt(cent, dim, int(c)))
+		return
+	case 2:
 		a, b := cands[0], cands[1]
-		ca, cb := centroidAt(t.cent, dim, int(a)), centroidAt(t.cent, dim, int(b))
+		ca, cb := centroidAt(cent, dim, int(a)), centroidAt(cent, dim, int(b))
 		if dominated(cb, ca, lo, hi) {
+			inert[a] += t.nodeInertia(nd, ca)
 			util[a] += t.gap(nd, ca, cb)
 			return
 		}
 		if dominated(ca, cb, lo, hi) {
+			inert[b] += t.nodeInertia(nd, cb)
 			util[b] += t.gap(nd, cb, ca)
 			return
 		}
 	}
 	if node.left >= 0 {
-		t.utility(node.left, cands, buf, util)
-		t.utility(node.right, cands, buf, util)
+		t.utility(node.left, cent, cands, buf, inert, util)
+		t.utility(node.right, cent, cands, buf, inert, util)
 		return
 	}
 	for pos := node.first; pos < node.last; pos++ {
@@ -716,7 +723,7 @@ func (t *treeSession) utility(nd int32, cands []int32, buf []int32, util []uint6
 		best := int32(-1)
 		b1, b2 := uint64(math.MaxUint64), uint64(math.MaxUint64)
 		for _, c := range cands {
-			d := Dist(x, centroidAt(t.cent, dim, int(c)))
+			d := Dist(x, centroidAt(cent, dim, int(c)))
 			switch {
 			case d < b1:
 				b2 = b1
@@ -725,8 +732,17 @@ func (t *treeSession) utility(nd int32, cands []int32, buf []int32, util []uint6
 				b2 = d
 			}
 		}
-		util[best] += t.ws[pos] * (b2 - b1)
+		inert[best] += t.ws[pos] * b1
+		if b2 != math.MaxUint64 {
+			util[best] += t.ws[pos] * (b2 - b1)
+		}
 	}
+}
+
+// nodeInertia returns Σ w|x−c|² over the points of node nd, from its sums.
+func (t *treeSession) nodeInertia(nd int32, c []int32) uint64 {
+	node := &t.nodes[nd]
+	return clusterInertia(node.w, t.sums[int(nd)*t.dim:int(nd+1)*t.dim], node.q, t.origin, c).uint64()
 }
 
 // pruneTwo appends to out the candidates that may be nearest or
