@@ -85,7 +85,7 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		// The starts run on a reduced set, if there is one, then the
 		// best is refined on all points.
 		search := full
-		if target > 0 {
+		if target > 0 && r.pts.Len() > target {
 			if red := reduceKD(r.pts, target); red != nil {
 				if search, err = r.open(red, true); err != nil {
 					return nil, err
