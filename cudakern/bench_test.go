@@ -1,0 +1,252 @@
+package cudakern
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/kquant/kquant/kmeans"
+)
+
+// benchCentroids returns k distinct pixels of pts as centroids.
+func benchCentroids(pts *kmeans.Points, k int) []int32 {
+	rng := rand.New(rand.NewPCG(21, 22))
+	c := make([]int32, 0, k*pts.Dim)
+	seen := map[[3]int32]bool{}
+	for len(c) < k*pts.Dim {
+		x := pts.At(rng.IntN(pts.Len()))
+		key := [3]int32{x[0], x[1], x[2]}
+		if !seen[key] {
+			seen[key] = true
+			c = append(c, x...)
+		}
+	}
+	return c
+}
+
+// benchAssign times Assign on pts: "steady" repeats the same centroids (no
+// point moves, as late in a run), "fresh" changes k every time (k and k−1
+// alternately: every point is added to the sums, as in a run's first
+// iteration). It reports the
+// kernel's device time (kernel-ms), the time for one assignment of every
+// point to every centroid in pairs per nanosecond, and the share of points
+// the exact re-search took.
+func benchAssign(b *testing.B, pts *kmeans.Points, k int, mode string) {
+	g := gpu(b)
+	s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := timeKernels(s); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	cent := benchCentroids(pts, k)
+	var st kmeans.Stats
+	for range 3 {
+		if err := s.Assign(ctx, cent, &st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var total float64
+	b.ResetTimer()
+	for i := range b.N {
+		c := cent
+		if mode == "fresh" && i%2 == 0 {
+			c = cent[:3*(k-1)]
+		}
+		if err := s.Assign(ctx, c, &st); err != nil {
+			b.Fatal(err)
+		}
+		total += info(s).ms
+	}
+	b.StopTimer()
+	ms := total / float64(b.N)
+	b.ReportMetric(ms, "kernel-ms")
+	b.ReportMetric(float64(pts.Len())*float64(k)/(ms*1e6), "pairs/ns")
+	b.ReportMetric(float64(info(s).fallbacks)/float64(pts.Len()), "fallback-share")
+	if !info(s).fast {
+		b.Log("exact kernel, not the tensor-core one")
+	}
+}
+
+// BenchmarkAssignPixels: one Lloyd assignment over all 14.7 M pixels of
+// altai-5120.png (no deduplication), RGB: the kernel Assign picks (auto),
+// then the scalar and tensor-core variants forced, for comparison.
+func BenchmarkAssignPixels(b *testing.B) {
+	px := loadPixels(b, "altai-5120.png")
+	pts := colourPoints(px, nil, "rgb")
+	runs := []struct {
+		variant string
+		ks      []int
+		modes   []string
+	}{
+		{"auto", []int{16, 64, 256, 1024}, []string{"steady", "fresh"}},
+		{"small", []int{16, 32, 64}, []string{"steady"}},
+		{"m4", []int{16, 32}, []string{"steady"}},
+		{"m2", []int{256, 1024}, []string{"steady"}},
+	}
+	if variants() == 1 {
+		runs = runs[:1]
+	}
+	for _, r := range runs {
+		os.Setenv("KQUANT_CUDA_KERNEL", r.variant)
+		for _, k := range r.ks {
+			for _, mode := range r.modes {
+				b.Run(fmt.Sprintf("%s/k=%d/%s", r.variant, k, mode), func(b *testing.B) { benchAssign(b, pts, k, mode) })
+			}
+		}
+	}
+	os.Unsetenv("KQUANT_CUDA_KERNEL")
+}
+
+// BenchmarkAssignLab: the same in CIELAB (the 8-byte point layout).
+func BenchmarkAssignLab(b *testing.B) {
+	px := loadPixels(b, "altai-5120.png")
+	colors, _, index := UniqueRGB(px)
+	lab := colourPoints(colors, nil, "lab")
+	pts := &kmeans.Points{Dim: 3, Coords: make([]int32, 3*len(px))}
+	for i, u := range index {
+		copy(pts.Coords[3*i:], lab.At(int(u)))
+	}
+	for _, k := range []int{16, 256} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) { benchAssign(b, pts, k, "steady") })
+	}
+}
+
+// variants is how many kernel variants BenchmarkAssignPixels compares
+// (KQUANT_BENCH_VARIANTS=1: only the default one).
+func variants() int {
+	if os.Getenv("KQUANT_BENCH_VARIANTS") == "1" {
+		return 1
+	}
+	return 2
+}
+
+// million returns about a million (940 574) distinct weighted colours: the
+// pixels of altai-5120.png with their low 4 bits per channel jittered. (The
+// numbers in bench/cuda/NOTES.md were measured with 2-3 jittered bits:
+// 311 035 colours.)
+func million(b *testing.B) *kmeans.Points {
+	px := loadPixels(b, "altai-5120.png")
+	j := make([]uint32, len(px))
+	rng := rand.New(rand.NewPCG(23, 24))
+	for i, p := range px {
+		j[i] = p ^ uint32(rng.IntN(16))<<16 ^ uint32(rng.IntN(16))<<8 ^ uint32(rng.IntN(16))
+	}
+	colors, counts, _ := UniqueRGB(j)
+	return colourPoints(colors, counts, "rgb")
+}
+
+// BenchmarkAssignUnique: one assignment of ~1 M deduplicated, weighted
+// colours (see million).
+func BenchmarkAssignUnique(b *testing.B) {
+	pts := million(b)
+	b.Logf("%d unique colours", pts.Len())
+	for _, k := range []int{64, 256} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) { benchAssign(b, pts, k, "steady") })
+	}
+}
+
+// BenchmarkRun: a whole kmeans.Run (k-means++ on the host, Lloyd on the
+// device) on the deduplicated colours of altai-5120.png, against the CPU.
+func BenchmarkRun(b *testing.B) {
+	g := gpu(b)
+	px := loadPixels(b, "altai-5120.png")
+	colors, counts, _ := UniqueRGB(px)
+	pts := colourPoints(colors, counts, "rgb")
+	for _, be := range []kmeans.Backend{g, kmeans.CPU} {
+		for _, init := range []kmeans.Init{kmeans.InitKMeansPP, kmeans.InitRandom} {
+			name := "cuda"
+			if be == kmeans.CPU {
+				name = "cpu"
+			}
+			b.Run(fmt.Sprintf("%s/%s/k=256", name, init), func(b *testing.B) {
+				var it int
+				for range b.N {
+					m, err := kmeans.Run(context.Background(), pts, kmeans.Config{K: 256, Seed: 1, Init: init, Backend: be}, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					it = m.Iterations
+				}
+				b.ReportMetric(float64(it), "iterations")
+			})
+		}
+	}
+}
+
+// BenchmarkDedup: exact colour deduplication of 14.7 M pixels.
+func BenchmarkDedup(b *testing.B) {
+	g := gpu(b)
+	px := loadPixels(b, "altai-5120.png")
+	b.Run("cuda", func(b *testing.B) {
+		for range b.N {
+			P, err := g.Dedup(px)
+			if err != nil {
+				b.Fatal(err)
+			}
+			P.Close()
+		}
+	})
+	b.Run("host", func(b *testing.B) {
+		for range b.N {
+			UniqueRGB(px)
+		}
+	})
+}
+
+// BenchmarkSeed: k-means++ (k = 256, the engine's draws) on the device over
+// the deduplicated colours of altai-5120.png, then the whole run from those
+// seeds, against the engine's host k-means++.
+func BenchmarkSeed(b *testing.B) {
+	g := gpu(b)
+	px := loadPixels(b, "altai-5120.png")
+	colors, counts, _ := UniqueRGB(px)
+	pts := colourPoints(colors, counts, "rgb")
+	const k = 256
+	trials := 2 + int(math.Log(k))
+	ctx := context.Background()
+	b.Run("device-seeds", func(b *testing.B) {
+		for range b.N {
+			s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
+			if err != nil {
+				b.Fatal(err)
+			}
+			deviceSeeds(b, s.(Seeder), pts, k, trials, rand.New(rand.NewPCG(1, 0x6b717561_6e740000)))
+			s.Close()
+		}
+	})
+	b.Run("device-seeds+run", func(b *testing.B) {
+		var it int
+		for range b.N {
+			s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
+			if err != nil {
+				b.Fatal(err)
+			}
+			idx := deviceSeeds(b, s.(Seeder), pts, k, trials, rand.New(rand.NewPCG(1, 0x6b717561_6e740000)))
+			s.Close()
+			cent := make([]int32, 0, 3*k)
+			for _, i := range idx {
+				cent = append(cent, pts.At(i)...)
+			}
+			m, err := kmeans.Run(ctx, pts, kmeans.Config{K: k, Init: kmeans.InitGiven, Centroids: cent, Backend: g}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			it = m.Iterations
+		}
+		b.ReportMetric(float64(it), "iterations")
+	})
+	b.Run("host-seeds+run", func(b *testing.B) {
+		for range b.N {
+			if _, err := kmeans.Run(ctx, pts, kmeans.Config{K: k, Seed: 1, Backend: g}, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,405 @@
+package cudakern
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/kquant/kquant/kmeans"
+)
+
+// Device describes one CUDA device.
+type Device struct {
+	Index  int    // ordinal, as --device takes it
+	Name   string // e.g. "NVIDIA H100 80GB HBM3"
+	Memory uint64 // total device memory in bytes
+	Major  int    // compute capability, e.g. 9
+	Minor  int    // e.g. 0
+	SMs    int    // multiprocessors
+}
+
+// String formats d for `kquant devices`.
+func (d Device) String() string {
+	return fmt.Sprintf("%d: %s, %.1f GiB, compute capability %d.%d, %d multiprocessors",
+		d.Index, d.Name, float64(d.Memory)/(1<<30), d.Major, d.Minor, d.SMs)
+}
+
+// DriverVersion returns the CUDA version the installed driver supports, as
+// major·1000 + minor·10 (13000 for CUDA 13.0).
+func DriverVersion() (int, error) {
+	a, err := load()
+	if err != nil {
+		return 0, err
+	}
+	var v int32
+	if err := a.check("cuDriverGetVersion", a.cuDriverGetVersion(unsafe.Pointer(&v))); err != nil {
+		return 0, err
+	}
+	return int(v), nil
+}
+
+// Devices lists the CUDA devices. Without a usable driver or device it
+// returns an error that wraps ErrUnavailable and says why.
+func Devices() ([]Device, error) {
+	a, err := load()
+	if err != nil {
+		return nil, err
+	}
+	var n int32
+	if err := a.check("cuDeviceGetCount", a.cuDeviceGetCount(unsafe.Pointer(&n))); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: the CUDA driver sees no device", ErrUnavailable)
+	}
+	out := make([]Device, 0, n)
+	for i := range int(n) {
+		d, err := describe(a, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func describe(a *driverAPI, ordinal int) (Device, error) {
+	var dev int32
+	if err := a.check("cuDeviceGet", a.cuDeviceGet(unsafe.Pointer(&dev), int32(ordinal))); err != nil {
+		return Device{}, err
+	}
+	name := make([]byte, 256)
+	if err := a.check("cuDeviceGetName", a.cuDeviceGetName(unsafe.Pointer(&name[0]), int32(len(name)), dev)); err != nil {
+		return Device{}, err
+	}
+	var mem uint64
+	if err := a.check("cuDeviceTotalMem_v2", a.cuDeviceTotalMem(unsafe.Pointer(&mem), dev)); err != nil {
+		return Device{}, err
+	}
+	attr := func(at int32) (int, error) {
+		var v int32
+		err := a.check("cuDeviceGetAttribute", a.cuDeviceGetAttribute(unsafe.Pointer(&v), at, dev))
+		return int(v), err
+	}
+	d := Device{Index: ordinal, Name: cString(&name[0]), Memory: mem}
+	var errs [3]error
+	d.Major, errs[0] = attr(attrComputeCapabilityMajor)
+	d.Minor, errs[1] = attr(attrComputeCapabilityMinor)
+	d.SMs, errs[2] = attr(attrMultiprocessorCount)
+	return d, errors.Join(errs[:]...)
+}
+
+// kernel names in kernels.cu.
+const (
+	kFastP8M2  = "kq_fast_p8_m2"
+	kFastP8M4  = "kq_fast_p8_m4"
+	kFastP16M2 = "kq_fast_p16_m2"
+	kFastP16M4 = "kq_fast_p16_m4"
+	kSmallP8   = "kq_small_p8"
+	kSmallP16  = "kq_small_p16"
+	kGenF32    = "kq_generic_f32"
+	kGenI64    = "kq_generic_i64"
+	kDDHist    = "kq_dd_hist"
+	kDDScan1   = "kq_dd_scan1"
+	kDDScan2   = "kq_dd_scan2"
+	kDDScan3   = "kq_dd_scan3"
+	kDDIndex   = "kq_dd_index"
+	kRemap     = "kq_remap"
+	kPPStart   = "kq_pp_start"
+	kPPScan    = "kq_pp_scan"
+	kPPSample  = "kq_pp_sample"
+	kPPGains   = "kq_pp_gains"
+	kPPAdd     = "kq_pp_add"
+)
+
+var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kGenF32, kGenI64,
+	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd}
+
+// Backend runs k-means assignment on one CUDA device. It implements
+// kmeans.Backend, and offers colour deduplication and remapping on the
+// device. A Backend is safe for concurrent use; all device work is
+// serialised on the device's context thread.
+type Backend struct {
+	dev   Device
+	a     *driverAPI
+	w     *worker
+	fn    map[string]uintptr
+	smem  int // shared memory a block may use (opt-in maximum)
+	occMu sync.Mutex
+	occ   map[occKey]int
+
+	fastErr error // non-nil when the tensor-core kernel failed its self-test
+}
+
+type occKey struct {
+	fn   uintptr
+	smem int
+}
+
+var (
+	backendsMu sync.Mutex
+	backends   = map[int]*Backend{}
+)
+
+// New returns the backend of CUDA device ordinal (0 is the first). The
+// first call for a device loads the kernels and checks the tensor-core path
+// against the exact one. Errors that mean "no usable CUDA here" wrap
+// ErrUnavailable.
+func New(device int) (*Backend, error) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	if b := backends[device]; b != nil {
+		return b, nil
+	}
+	a, err := load()
+	if err != nil {
+		return nil, err
+	}
+	var n int32
+	if err := a.check("cuDeviceGetCount", a.cuDeviceGetCount(unsafe.Pointer(&n))); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if device < 0 || device >= int(n) {
+		if n == 0 {
+			return nil, fmt.Errorf("%w: the CUDA driver sees no device", ErrUnavailable)
+		}
+		return nil, fmt.Errorf("%w: no CUDA device %d (there are %d)", ErrUnavailable, device, n)
+	}
+	d, err := describe(a, device)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	w, err := workerFor(a, device)
+	if err != nil {
+		return nil, fmt.Errorf("%w: device %d: %v", ErrUnavailable, device, err)
+	}
+	b := &Backend{dev: d, a: a, w: w, fn: map[string]uintptr{}, occ: map[occKey]int{}}
+	if err := w.do(b.loadModule); err != nil {
+		return nil, err
+	}
+	if os.Getenv("KQUANT_CUDA_SELFTEST") != "0" {
+		b.fastErr = b.selfTest()
+	}
+	backends[device] = b
+	return b, nil
+}
+
+func (b *Backend) loadModule() error {
+	a := b.a
+	data, err := fatbin()
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return fmt.Errorf("%w: the kernels were not built into this binary (empty kernels.fatbin)", ErrUnavailable)
+	}
+	// The driver reads the image in 8-byte words: give it an aligned copy.
+	image := make([]uint64, (len(data)+7)/8)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&image[0])), 8*len(image)), data)
+	var mod uintptr
+	r := a.cuModuleLoadData(unsafe.Pointer(&mod), unsafe.Pointer(&image[0]))
+	runtime.KeepAlive(image)
+	if err := a.check("cuModuleLoadData", r); err != nil {
+		v, _ := DriverVersion()
+		if v > 0 && v < minDriverVersion {
+			return fmt.Errorf("%w: the CUDA driver supports CUDA %d.%d; the kernels need %d.%d or newer (%v)",
+				ErrUnavailable, v/1000, v%1000/10, minDriverVersion/1000, minDriverVersion%1000/10, err)
+		}
+		return fmt.Errorf("%w: device %s (compute capability %d.%d) cannot load the kernels: %v",
+			ErrUnavailable, b.dev.Name, b.dev.Major, b.dev.Minor, err)
+	}
+	for _, name := range kernelNames {
+		cname := append([]byte(name), 0)
+		var f uintptr
+		if err := a.check("cuModuleGetFunction("+name+")", a.cuModuleGetFunction(unsafe.Pointer(&f), mod, unsafe.Pointer(&cname[0]))); err != nil {
+			return err
+		}
+		b.fn[name] = f
+	}
+	var dev int32
+	if err := a.check("cuDeviceGet", a.cuDeviceGet(unsafe.Pointer(&dev), int32(b.dev.Index))); err != nil {
+		return err
+	}
+	var optin, def int32
+	a.cuDeviceGetAttribute(unsafe.Pointer(&optin), attrMaxSharedPerBlockOptin, dev)
+	a.cuDeviceGetAttribute(unsafe.Pointer(&def), attrMaxSharedPerBlock, dev)
+	b.smem = int(max(optin, def))
+	// The assignment kernels take their shared memory dynamically; their
+	// static shared memory is below 1 KiB: leave it room.
+	b.smem -= 1024
+	for _, name := range []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kGenF32, kGenI64} {
+		if err := a.check("cuFuncSetAttribute("+name+")", a.cuFuncSetAttribute(b.fn[name], funcAttrMaxDynamicShared, int32(b.smem))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fatbin returns the kernels: the embedded fatbin, or the file named by
+// KQUANT_FATBIN (scripts/gpu-check.sh runs prebuilt test binaries with the
+// fatbin it has just compiled on the GPU machine).
+func fatbin() ([]byte, error) {
+	if p := os.Getenv("KQUANT_FATBIN"); p != "" {
+		return os.ReadFile(p)
+	}
+	return fatbinData, nil
+}
+
+// minDriverVersion is the CUDA version of the toolkit that built the fatbin.
+const minDriverVersion = 13000
+
+// Name identifies the backend, e.g. "cuda:0 NVIDIA H100 80GB HBM3".
+func (b *Backend) Name() string { return fmt.Sprintf("cuda:%d %s", b.dev.Index, b.dev.Name) }
+
+// Device describes the backend's device.
+func (b *Backend) Device() Device { return b.dev }
+
+// FastPathError reports why the tensor-core assignment kernel is disabled
+// on this device (it failed its exactness self-test), or nil when it is used.
+func (b *Backend) FastPathError() error { return b.fastErr }
+
+// MemInfo returns the device's free and total memory in bytes.
+func (b *Backend) MemInfo() (free, total uint64, err error) {
+	err = b.w.do(func() error {
+		return b.a.check("cuMemGetInfo_v2", b.a.cuMemGetInfo(unsafe.Pointer(&free), unsafe.Pointer(&total)))
+	})
+	return
+}
+
+// ----------------------------------------------------- device primitives
+// These run on the worker thread (inside w.do).
+
+func (b *Backend) alloc(bytes int) (uint64, error) {
+	if bytes <= 0 {
+		bytes = 16
+	}
+	var p uint64
+	err := b.a.check("cuMemAlloc_v2", b.a.cuMemAlloc(unsafe.Pointer(&p), uint64(bytes)))
+	return p, err
+}
+
+func (b *Backend) free(p uint64) {
+	if p != 0 {
+		b.a.cuMemFree(p)
+	}
+}
+
+func (b *Backend) htod(dst uint64, src unsafe.Pointer, bytes int) error {
+	if bytes == 0 {
+		return nil
+	}
+	return b.a.check("cuMemcpyHtoD_v2", b.a.cuMemcpyHtoD(dst, src, uint64(bytes)))
+}
+
+func (b *Backend) dtoh(dst unsafe.Pointer, src uint64, bytes int) error {
+	if bytes == 0 {
+		return nil
+	}
+	return b.a.check("cuMemcpyDtoH_v2", b.a.cuMemcpyDtoH(dst, src, uint64(bytes)))
+}
+
+func (b *Backend) memset32(dst uint64, v uint32, words int) error {
+	if words == 0 {
+		return nil
+	}
+	return b.a.check("cuMemsetD32_v2", b.a.cuMemsetD32(dst, v, uint64(words)))
+}
+
+// launch starts kernel name on a 1-D grid with one argument, the
+// parameter struct that params points to (passed by value: the driver
+// copies size bytes from params, which must stay valid during the call).
+func (b *Backend) launch(name string, grid, block, smem int, params unsafe.Pointer) error {
+	argv := new([1]unsafe.Pointer)
+	argv[0] = params
+	r := b.a.cuLaunchKernel(b.fn[name], uint32(grid), 1, 1, uint32(block), 1, 1, uint32(smem), 0,
+		unsafe.Pointer(argv), nil)
+	runtime.KeepAlive(argv)
+	return b.a.check("cuLaunchKernel("+name+")", r)
+}
+
+// sync waits for the device and reports an error of any earlier launch.
+func (b *Backend) sync() error {
+	return b.a.check("cuCtxSynchronize", b.a.cuCtxSynchronize())
+}
+
+// blocks returns the number of resident blocks of 256 threads the grid of
+// kernel name should have: enough to fill the device, no more than work.
+func (b *Backend) blocks(name string, smem, work int) int {
+	f := b.fn[name]
+	b.occMu.Lock()
+	occ, ok := b.occ[occKey{f, smem}]
+	if !ok {
+		occ = 1
+		if b.a.cuOccupancyMaxActiveBlocks != nil {
+			var v int32
+			if b.a.cuOccupancyMaxActiveBlocks(unsafe.Pointer(&v), f, 256, uint64(smem)) == cudaSuccess && v > 0 {
+				occ = int(v)
+			}
+		}
+		b.occ[occKey{f, smem}] = occ
+	}
+	b.occMu.Unlock()
+	return max(1, min(b.dev.SMs*occ, work))
+}
+
+// Timer measures device time between two points of the command stream
+// with CUDA events, for benchmarks.
+type Timer struct {
+	b          *Backend
+	start, end uintptr
+}
+
+// NewTimer returns a Timer, or an error when the driver has no events.
+func (b *Backend) NewTimer() (*Timer, error) {
+	a := b.a
+	if a.cuEventCreate == nil || a.cuEventRecord == nil || a.cuEventElapsedTime == nil || a.cuEventSynchronize == nil {
+		return nil, errors.New("cuda: the driver has no events")
+	}
+	t := &Timer{b: b}
+	err := b.w.do(func() error {
+		if err := a.check("cuEventCreate", a.cuEventCreate(unsafe.Pointer(&t.start), 0)); err != nil {
+			return err
+		}
+		return a.check("cuEventCreate", a.cuEventCreate(unsafe.Pointer(&t.end), 0))
+	})
+	return t, err
+}
+
+// Start records the start event.
+func (t *Timer) Start() error {
+	return t.b.w.do(func() error { return t.b.a.check("cuEventRecord", t.b.a.cuEventRecord(t.start, 0)) })
+}
+
+// Stop records the end event, waits for it and returns the milliseconds
+// since Start.
+func (t *Timer) Stop() (float64, error) {
+	var ms float32
+	err := t.b.w.do(func() error {
+		a := t.b.a
+		if err := a.check("cuEventRecord", a.cuEventRecord(t.end, 0)); err != nil {
+			return err
+		}
+		if err := a.check("cuEventSynchronize", a.cuEventSynchronize(t.end)); err != nil {
+			return err
+		}
+		return a.check("cuEventElapsedTime", a.cuEventElapsedTime(unsafe.Pointer(&ms), t.start, t.end))
+	})
+	return float64(ms), err
+}
+
+// Close releases the timer's events.
+func (t *Timer) Close() {
+	if t.b.a.cuEventDestroy == nil {
+		return
+	}
+	t.b.w.do(func() error {
+		t.b.a.cuEventDestroy(t.start)
+		t.b.a.cuEventDestroy(t.end)
+		return nil
+	})
+}
+
+var _ kmeans.Backend = (*Backend)(nil)

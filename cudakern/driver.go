@@ -1,0 +1,238 @@
+package cudakern
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// The CUDA driver API, reached at run time through dlopen (purego on Linux),
+// so that the package builds with CGO_ENABLED=0 and needs no CUDA toolkit.
+// Types follow cuda.h: CUresult int32, CUdevice int32, CUdeviceptr uint64,
+// handles uintptr.
+
+// ErrUnavailable is wrapped by every error that says CUDA cannot be used on
+// this machine at all: no driver library, no device, a driver too old for
+// the embedded kernels. A caller that chose the GPU automatically can fall
+// back to the CPU when errors.Is(err, ErrUnavailable); other errors (out of
+// memory, a failed launch) come from a working driver and are worth
+// reporting, though the CPU remains a safe fallback for them too.
+var ErrUnavailable = errors.New("cuda: unavailable")
+
+// Error is a failed CUDA driver call.
+type Error struct {
+	Call string // the driver function, e.g. "cuMemAlloc_v2"
+	Code int32  // the CUresult
+	Name string // e.g. "CUDA_ERROR_OUT_OF_MEMORY", when the driver can say
+	Msg  string // e.g. "out of memory", when the driver can say
+}
+
+// Error formats the call, the CUDA error name and its description.
+func (e *Error) Error() string {
+	s := fmt.Sprintf("cuda: %s: error %d", e.Call, e.Code)
+	if e.Name != "" {
+		s = fmt.Sprintf("cuda: %s: %s", e.Call, e.Name)
+	}
+	if e.Msg != "" {
+		s += " (" + e.Msg + ")"
+	}
+	return s
+}
+
+// CUresult codes the package looks at.
+const (
+	cudaSuccess            = 0
+	cudaErrorOutOfMemory   = 2
+	cudaErrorNoDevice      = 100
+	cudaErrorInvalidDevice = 101
+)
+
+// Device attributes (CUdevice_attribute).
+const (
+	attrMaxSharedPerBlock      = 8
+	attrMultiprocessorCount    = 16
+	attrComputeCapabilityMajor = 75
+	attrComputeCapabilityMinor = 76
+	attrMaxSharedPerBlockOptin = 97
+)
+
+const funcAttrMaxDynamicShared = 8 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+// driverAPI holds the driver's entry points. Optional ones may be nil.
+type driverAPI struct {
+	cuInit                      func(flags uint32) int32
+	cuDriverGetVersion          func(v unsafe.Pointer) int32
+	cuDeviceGetCount            func(n unsafe.Pointer) int32
+	cuDeviceGet                 func(dev unsafe.Pointer, ordinal int32) int32
+	cuDeviceGetName             func(name unsafe.Pointer, n int32, dev int32) int32
+	cuDeviceTotalMem            func(bytes unsafe.Pointer, dev int32) int32
+	cuDeviceGetAttribute        func(v unsafe.Pointer, attr int32, dev int32) int32
+	cuDevicePrimaryCtxRetain    func(ctx unsafe.Pointer, dev int32) int32
+	cuCtxSetCurrent             func(ctx uintptr) int32
+	cuCtxSynchronize            func() int32
+	cuModuleLoadData            func(mod unsafe.Pointer, image unsafe.Pointer) int32
+	cuModuleGetFunction         func(fn unsafe.Pointer, mod uintptr, name unsafe.Pointer) int32
+	cuFuncSetAttribute          func(fn uintptr, attr int32, v int32) int32
+	cuMemAlloc                  func(dptr unsafe.Pointer, bytes uint64) int32
+	cuMemFree                   func(dptr uint64) int32
+	cuMemcpyHtoD                func(dst uint64, src unsafe.Pointer, bytes uint64) int32
+	cuMemcpyDtoH                func(dst unsafe.Pointer, src uint64, bytes uint64) int32
+	cuMemsetD32                 func(dst uint64, v uint32, n uint64) int32
+	cuMemGetInfo                func(free, total unsafe.Pointer) int32
+	cuLaunchKernel              func(fn uintptr, gx, gy, gz, bx, by, bz, smem uint32, stream uintptr, params, extra unsafe.Pointer) int32
+	cuOccupancyMaxActiveBlocks  func(n unsafe.Pointer, fn uintptr, block int32, smem uint64) int32 // optional
+	cuGetErrorName              func(code int32, s unsafe.Pointer) int32                           // optional
+	cuGetErrorString            func(code int32, s unsafe.Pointer) int32                           // optional
+	cuEventCreate               func(ev unsafe.Pointer, flags uint32) int32                        // optional
+	cuEventRecord               func(ev uintptr, stream uintptr) int32                             // optional
+	cuEventSynchronize          func(ev uintptr) int32                                             // optional
+	cuEventElapsedTime          func(ms unsafe.Pointer, start, end uintptr) int32                  // optional
+	cuEventDestroy              func(ev uintptr) int32                                             // optional
+	cuDevicePrimaryCtxReleaseV2 func(dev int32) int32                                              // optional
+}
+
+// libraryPath is the driver library to open; KQUANT_LIBCUDA overrides it
+// (tests use a missing path to check the fallback).
+func libraryPath() string {
+	if p := os.Getenv("KQUANT_LIBCUDA"); p != "" {
+		return p
+	}
+	return "libcuda.so.1"
+}
+
+var (
+	loadOnce sync.Once
+	api      *driverAPI
+	loadErr  error
+)
+
+// load opens the driver library and calls cuInit once per process.
+func load() (*driverAPI, error) {
+	loadOnce.Do(func() {
+		a, err := openDriver(libraryPath())
+		if err != nil {
+			loadErr = fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return
+		}
+		if r := a.cuInit(0); r != cudaSuccess {
+			e := a.check("cuInit", r)
+			if r == cudaErrorNoDevice {
+				loadErr = fmt.Errorf("%w: no CUDA device (%v)", ErrUnavailable, e)
+			} else {
+				loadErr = fmt.Errorf("%w: the driver does not start (%v)", ErrUnavailable, e)
+			}
+			return
+		}
+		api = a
+	})
+	return api, loadErr
+}
+
+// check turns a CUresult into an error naming the call.
+func (a *driverAPI) check(call string, r int32) error {
+	if r == cudaSuccess {
+		return nil
+	}
+	e := &Error{Call: call, Code: r}
+	var p *byte
+	if a.cuGetErrorName != nil && a.cuGetErrorName(r, unsafe.Pointer(&p)) == cudaSuccess {
+		e.Name = cString(p)
+	}
+	p = nil
+	if a.cuGetErrorString != nil && a.cuGetErrorString(r, unsafe.Pointer(&p)) == cudaSuccess {
+		e.Msg = cString(p)
+	}
+	return e
+}
+
+// cString copies a NUL-terminated C string owned by the driver.
+func cString(p *byte) string {
+	if p == nil {
+		return ""
+	}
+	var b []byte
+	for q := unsafe.Pointer(p); *(*byte)(q) != 0; q = unsafe.Add(q, 1) {
+		b = append(b, *(*byte)(q))
+		if len(b) > 4096 {
+			break
+		}
+	}
+	return string(b)
+}
+
+// isOOM reports whether err is the driver's out-of-memory error.
+func isOOM(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == cudaErrorOutOfMemory
+}
+
+// A worker owns one device's primary context on one locked OS thread; every
+// driver call for that device runs there, in order.
+type worker struct {
+	dev  int32
+	ctx  uintptr
+	jobs chan func()
+}
+
+var (
+	workersMu sync.Mutex
+	workers   = map[int]*worker{}
+)
+
+// workerFor returns the worker of device ordinal, starting it on first use.
+func workerFor(a *driverAPI, ordinal int) (*worker, error) {
+	workersMu.Lock()
+	defer workersMu.Unlock()
+	if w := workers[ordinal]; w != nil {
+		return w, nil
+	}
+	w := &worker{jobs: make(chan func())}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // for the life of the process: the context is bound to it
+		var dev int32
+		if err := a.check("cuDeviceGet", a.cuDeviceGet(unsafe.Pointer(&dev), int32(ordinal))); err != nil {
+			started <- err
+			return
+		}
+		var ctx uintptr
+		if err := a.check("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain(unsafe.Pointer(&ctx), dev)); err != nil {
+			started <- err
+			return
+		}
+		if err := a.check("cuCtxSetCurrent", a.cuCtxSetCurrent(ctx)); err != nil {
+			started <- err
+			return
+		}
+		w.dev, w.ctx = dev, ctx
+		started <- nil
+		for f := range w.jobs {
+			f()
+		}
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	workers[ordinal] = w
+	return w, nil
+}
+
+// do runs f on the worker's thread and waits for it.
+func (w *worker) do(f func() error) error {
+	var err error
+	done := make(chan struct{})
+	w.jobs <- func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("cuda: panic in driver call: %v", r)
+			}
+		}()
+		err = f()
+	}
+	<-done
+	return err
+}

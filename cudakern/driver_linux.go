@@ -1,0 +1,71 @@
+//go:build linux
+
+package cudakern
+
+import (
+	"fmt"
+
+	"github.com/ebitengine/purego"
+)
+
+// openDriver dlopens the driver library and binds its entry points: the
+// required ones fail the load when missing, the optional ones are probed
+// with Dlsym first (RegisterLibFunc panics on a missing symbol).
+func openDriver(path string) (*driverAPI, error) {
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, fmt.Errorf("no CUDA driver (%v)", err)
+	}
+	a := &driverAPI{}
+	required := []struct {
+		fn   any
+		name string
+	}{
+		{&a.cuInit, "cuInit"},
+		{&a.cuDriverGetVersion, "cuDriverGetVersion"},
+		{&a.cuDeviceGetCount, "cuDeviceGetCount"},
+		{&a.cuDeviceGet, "cuDeviceGet"},
+		{&a.cuDeviceGetName, "cuDeviceGetName"},
+		{&a.cuDeviceTotalMem, "cuDeviceTotalMem_v2"},
+		{&a.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
+		{&a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
+		{&a.cuCtxSetCurrent, "cuCtxSetCurrent"},
+		{&a.cuCtxSynchronize, "cuCtxSynchronize"},
+		{&a.cuModuleLoadData, "cuModuleLoadData"},
+		{&a.cuModuleGetFunction, "cuModuleGetFunction"},
+		{&a.cuFuncSetAttribute, "cuFuncSetAttribute"},
+		{&a.cuMemAlloc, "cuMemAlloc_v2"},
+		{&a.cuMemFree, "cuMemFree_v2"},
+		{&a.cuMemcpyHtoD, "cuMemcpyHtoD_v2"},
+		{&a.cuMemcpyDtoH, "cuMemcpyDtoH_v2"},
+		{&a.cuMemsetD32, "cuMemsetD32_v2"},
+		{&a.cuMemGetInfo, "cuMemGetInfo_v2"},
+		{&a.cuLaunchKernel, "cuLaunchKernel"},
+	}
+	for _, f := range required {
+		if _, err := purego.Dlsym(h, f.name); err != nil {
+			return nil, fmt.Errorf("the CUDA driver %s lacks %s: too old", path, f.name)
+		}
+		purego.RegisterLibFunc(f.fn, h, f.name)
+	}
+	optional := []struct {
+		fn   any
+		name string
+	}{
+		{&a.cuOccupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor"},
+		{&a.cuGetErrorName, "cuGetErrorName"},
+		{&a.cuGetErrorString, "cuGetErrorString"},
+		{&a.cuEventCreate, "cuEventCreate"},
+		{&a.cuEventRecord, "cuEventRecord"},
+		{&a.cuEventSynchronize, "cuEventSynchronize"},
+		{&a.cuEventElapsedTime, "cuEventElapsedTime"},
+		{&a.cuEventDestroy, "cuEventDestroy_v2"},
+		{&a.cuDevicePrimaryCtxReleaseV2, "cuDevicePrimaryCtxRelease_v2"},
+	}
+	for _, f := range optional {
+		if _, err := purego.Dlsym(h, f.name); err == nil {
+			purego.RegisterLibFunc(f.fn, h, f.name)
+		}
+	}
+	return a, nil
+}

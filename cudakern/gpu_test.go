@@ -1,0 +1,570 @@
+package cudakern
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/draw"
+	_ "image/jpeg"
+	_ "image/png"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/kquant/kquant/kmeans"
+)
+
+// GPU tests skip when no CUDA driver or device is present (CI), and run on
+// the GPU machine from a test binary (scripts/gpu-check.sh).
+
+func gpu(tb testing.TB) *Backend {
+	tb.Helper()
+	b, err := New(0)
+	if errors.Is(err, ErrUnavailable) {
+		tb.Skipf("no CUDA: %v", err)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// imagesDir is ../shared/images beside the checkout, or KQUANT_IMAGES.
+func imagesDir() string {
+	if d := os.Getenv("KQUANT_IMAGES"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "..", "shared", "images")
+}
+
+var imgCache sync.Map
+
+// loadPixels decodes an image of imagesDir into packed 0xRRGGBB pixels.
+func loadPixels(tb testing.TB, name string) []uint32 {
+	tb.Helper()
+	if v, ok := imgCache.Load(name); ok {
+		return v.([]uint32)
+	}
+	f, err := os.Open(filepath.Join(imagesDir(), name))
+	if err != nil {
+		tb.Skipf("image: %v", err)
+	}
+	defer f.Close()
+	img, _, err := image.Decode(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	nrgba := image.NewNRGBA(img.Bounds())
+	draw.Draw(nrgba, nrgba.Bounds(), img, img.Bounds().Min, draw.Src)
+	px := make([]uint32, 0, len(nrgba.Pix)/4)
+	for i := 0; i < len(nrgba.Pix); i += 4 {
+		px = append(px, uint32(nrgba.Pix[i])<<16|uint32(nrgba.Pix[i+1])<<8|uint32(nrgba.Pix[i+2]))
+	}
+	imgCache.Store(name, px)
+	return px
+}
+
+// labOf converts 0xRRGGBB to CIELAB (D65) at kmeans.Scale.
+func labOf(c uint32) [3]int32 {
+	lin := func(v uint32) float64 {
+		x := float64(v) / 255
+		if x <= 0.04045 {
+			return x / 12.92
+		}
+		return math.Pow((x+0.055)/1.055, 2.4)
+	}
+	r, g, b := lin(c>>16&255), lin(c>>8&255), lin(c&255)
+	X := (0.4124564*r + 0.3575761*g + 0.1804375*b) / 0.95047
+	Y := 0.2126729*r + 0.7151522*g + 0.0721750*b
+	Z := (0.0193339*r + 0.1191920*g + 0.9503041*b) / 1.08883
+	f := func(t float64) float64 {
+		if t > 216.0/24389 {
+			return math.Cbrt(t)
+		}
+		return (24389.0/27*t + 16) / 116
+	}
+	fx, fy, fz := f(X), f(Y), f(Z)
+	L, A, B := 116*fy-16, 500*(fx-fy), 200*(fy-fz)
+	s := float64(kmeans.Scale)
+	return [3]int32{int32(math.Round(L * s)), int32(math.Round(A * s)), int32(math.Round(B * s))}
+}
+
+// colourPoints turns colours into points in "rgb" or "lab", with weights.
+func colourPoints(colors []uint32, weights []uint32, space string) *kmeans.Points {
+	p := &kmeans.Points{Dim: 3, Coords: make([]int32, 3*len(colors)), Weights: weights}
+	for i, c := range colors {
+		if space == "lab" {
+			v := labOf(c)
+			copy(p.Coords[3*i:], v[:])
+		} else {
+			p.Coords[3*i] = int32(c>>16&255) * kmeans.Scale
+			p.Coords[3*i+1] = int32(c>>8&255) * kmeans.Scale
+			p.Coords[3*i+2] = int32(c&255) * kmeans.Scale
+		}
+	}
+	return p
+}
+
+func sameModel(a, b *kmeans.Model) error {
+	switch {
+	case !slices.Equal(a.Centroids, b.Centroids):
+		return errors.New("centroids differ")
+	case !slices.Equal(a.Counts, b.Counts):
+		return errors.New("counts differ")
+	case a.Inertia != b.Inertia:
+		return fmt.Errorf("inertia %d vs %d", a.Inertia, b.Inertia)
+	case a.Iterations != b.Iterations || a.Converged != b.Converged:
+		return fmt.Errorf("iterations %d/%v vs %d/%v", a.Iterations, a.Converged, b.Iterations, b.Converged)
+	case !slices.Equal(a.Labels, b.Labels):
+		return errors.New("labels differ")
+	}
+	return nil
+}
+
+var testImages = []string{"smarties.png", "home.jpg", "starry_night.jpg", "building.jpg", "graf1.png",
+	"summer1am-2560.jpg", "onestandsout-2560.jpg", "altai-5120.png"}
+
+// TestIdentityRuns: whole k-means runs on the deduplicated colours of every
+// image, RGB and Lab, k = 2…1000, give the same model on the GPU and the CPU.
+func TestIdentityRuns(t *testing.T) {
+	b := gpu(t)
+	if err := b.FastPathError(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, name := range testImages {
+		px := loadPixels(t, name)
+		colors, counts, _ := UniqueRGB(px)
+		for _, space := range []string{"rgb", "lab"} {
+			pts := colourPoints(colors, counts, space)
+			for _, k := range []int{2, 16, 64, 256, 1000} {
+				cfg := kmeans.Config{K: k, Seed: 7, MaxIter: 25}
+				if k >= 256 {
+					cfg.Init = kmeans.InitRandom // keep the CPU's share of the test short
+				}
+				cfg.Backend = kmeans.CPU
+				want, err := kmeans.Run(ctx, pts, cfg, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Backend = b
+				got, err := kmeans.Run(ctx, pts, cfg, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sameModel(got, want); err != nil {
+					t.Errorf("%s %s k=%d: %v", name, space, k, err)
+				} else {
+					t.Logf("%s %s k=%d: identical (%d iterations, inertia %d)", name, space, k, got.Iterations, got.Inertia)
+				}
+			}
+		}
+	}
+}
+
+// compareSessions runs the same sequence of Assigns on the GPU and the CPU
+// and compares stats and labels after each.
+func compareSessions(t testing.TB, b *Backend, pts *kmeans.Points, opt kmeans.SessionOptions, sets [][]int32) []sessionInfo {
+	t.Helper()
+	ctx := context.Background()
+	gs, err := b.Open(pts, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close()
+	copt := opt
+	copt.Algorithm = ""
+	cs, err := kmeans.CPU.Open(pts, copt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var g, c kmeans.Stats
+	gl, cl := make([]int32, pts.Len()), make([]int32, pts.Len())
+	var infos []sessionInfo
+	for i, cent := range sets {
+		if err := gs.Assign(ctx, cent, &g); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Assign(ctx, cent, &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := gs.Labels(gl); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Labels(cl); err != nil {
+			t.Fatal(err)
+		}
+		if err := diffStats(&g, &c, gl, cl); err != nil {
+			t.Fatalf("assign %d (k=%d): %v", i, len(cent)/pts.Dim, err)
+		}
+		gf, err := gs.Farthest(5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, _ := cs.Farthest(5)
+		if !slices.Equal(gf, cf) {
+			t.Fatalf("assign %d: Farthest %v, want %v", i, gf, cf)
+		}
+		infos = append(infos, info(gs))
+	}
+	return infos
+}
+
+// centroidSets draws successive centroid sets: points of pts, moved a little
+// each time, with k changing once.
+func centroidSets(rng *rand.Rand, pts *kmeans.Points, ks ...int) [][]int32 {
+	var out [][]int32
+	for _, k := range ks {
+		c := make([]int32, k*pts.Dim)
+		for i := range k {
+			copy(c[i*pts.Dim:], pts.At(rng.IntN(pts.Len())))
+		}
+		out = append(out, c)
+		for range 2 {
+			c = slices.Clone(c)
+			for i := range c {
+				c[i] += int32(rng.IntN(9) - 4)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestIdentityPixels: Assign on every pixel (unweighted) equals the CPU's.
+func TestIdentityPixels(t *testing.T) {
+	b := gpu(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, name := range []string{"smarties.png", "starry_night.jpg", "graf1.png"} {
+		px := loadPixels(t, name)
+		for _, space := range []string{"rgb", "lab"} {
+			pts := colourPoints(px, nil, space)
+			for _, alg := range []kmeans.Algorithm{kmeans.Auto, kmeans.Lloyd} {
+				infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 1000, Algorithm: alg},
+					centroidSets(rng, pts, 2, 16, 64, 256, 1000))
+				if alg == kmeans.Auto && !infos[0].fast {
+					t.Errorf("%s %s: colours did not take the tensor-core kernel", name, space)
+				}
+			}
+		}
+	}
+	// the big one, at small k (the CPU's side is the slow one)
+	px := loadPixels(t, "altai-5120.png")
+	pts := colourPoints(px, nil, "rgb")
+	compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 64}, centroidSets(rng, pts, 16, 64)[:4])
+}
+
+// TestVariants runs every fast kernel variant (scalar, tensor-core with two
+// and four m-tiles) against the CPU on unweighted and weighted points.
+func TestVariants(t *testing.T) {
+	b := gpu(t)
+	rng := rand.New(rand.NewPCG(19, 20))
+	px := loadPixels(t, "smarties.png")
+	colors, counts, _ := UniqueRGB(px)
+	for _, variant := range []string{"small", "m2", "m4"} {
+		t.Setenv("KQUANT_CUDA_KERNEL", variant)
+		for _, space := range []string{"rgb", "lab"} {
+			for _, pts := range []*kmeans.Points{colourPoints(px, nil, space), colourPoints(colors, counts, space)} {
+				infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 300}, centroidSets(rng, pts, 2, 16, 64, 300))
+				if !infos[0].fast {
+					t.Errorf("%s %s: not the fast kernels", variant, space)
+				}
+			}
+		}
+	}
+}
+
+// TestLargeK covers several index chunks in the tensor-core kernel and the
+// chunked accumulation of the exact kernel.
+func TestLargeK(t *testing.T) {
+	b := gpu(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	pts := randomColours(rng, 60000)
+	infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 3000}, centroidSets(rng, pts, 3000))
+	if !infos[0].fast {
+		t.Error("k = 3000 should take the tensor-core kernel")
+	}
+	small := randomColours(rng, 8000)
+	compareSessions(t, b, small, kmeans.SessionOptions{MaxK: 20000}, centroidSets(rng, small, 20000)[:2])
+}
+
+// TestLargeDim covers the exact kernel: float32 and int64 distances, more
+// dimensions than it keeps in registers.
+func TestLargeDim(t *testing.T) {
+	b := gpu(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, c := range []struct{ dim, span, k int }{{5, 400, 50}, {7, 1000, 300}, {3, 100000, 40}, {33, 50, 20}, {12, 1 << 20, 9}} {
+		n := 5000
+		pts := &kmeans.Points{Dim: c.dim, Coords: make([]int32, n*c.dim), Weights: make([]uint32, n)}
+		for i := range pts.Coords {
+			pts.Coords[i] = int32(rng.IntN(c.span)) - int32(c.span/3)
+		}
+		for i := range pts.Weights {
+			pts.Weights[i] = uint32(rng.IntN(50))
+		}
+		infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: c.k}, centroidSets(rng, pts, c.k))
+		if infos[0].fast {
+			t.Errorf("dim %d span %d took the tensor-core kernel", c.dim, c.span)
+		}
+	}
+}
+
+// TestFallback puts every centroid in one corner, so that most points are
+// far from all of them and take the exact re-search.
+func TestFallback(t *testing.T) {
+	b := gpu(t)
+	rng := rand.New(rand.NewPCG(15, 16))
+	pts := randomColours(rng, 50000)
+	k := 1024
+	cent := make([]int32, 3*k)
+	for i := range cent {
+		cent[i] = int32(rng.IntN(40))
+	}
+	given := make([]int32, 3*k)
+	copy(given, cent)
+	infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: k}, [][]int32{cent, given})
+	if !infos[0].fast || infos[0].fallbacks == 0 {
+		t.Errorf("expected the tensor-core kernel with fallbacks, got %+v", infos[0])
+	}
+	t.Logf("fallbacks: %d of %d points", infos[0].fallbacks, pts.Len())
+	// centroids outside the points' box: the exact kernel takes over
+	out := slices.Clone(cent)
+	out[0] = -5000
+	infos = compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: k}, [][]int32{cent, out, cent})
+	if infos[1].fast {
+		t.Error("a centroid outside the exact range must take the exact kernel")
+	}
+}
+
+// TestEmptyClusters runs from given centroids with duplicates, so that
+// clusters empty and are re-seeded through Farthest.
+func TestEmptyClusters(t *testing.T) {
+	b := gpu(t)
+	rng := rand.New(rand.NewPCG(17, 18))
+	pts := randomColours(rng, 20000)
+	k := 40
+	cent := make([]int32, 3*k)
+	for i := range k {
+		copy(cent[3*i:], pts.At(i%5))
+	}
+	ctx := context.Background()
+	cfg := kmeans.Config{K: k, Init: kmeans.InitGiven, Centroids: cent, MaxIter: 50, Backend: kmeans.CPU}
+	want, err := kmeans.Run(ctx, pts, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Backend = b
+	got, err := kmeans.Run(ctx, pts, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameModel(got, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSessionErrors(t *testing.T) {
+	b := gpu(t)
+	pts := randomColours(rand.New(rand.NewPCG(1, 1)), 100)
+	s, err := b.Open(pts, kmeans.SessionOptions{MaxK: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Labels(make([]int32, 100)); err == nil {
+		t.Error("Labels before Assign")
+	}
+	var st kmeans.Stats
+	if err := s.Assign(context.Background(), []int32{1, 2}, &st); err == nil {
+		t.Error("2 coordinates in dimension 3")
+	}
+	s.Close()
+	if err := s.Assign(context.Background(), []int32{1, 2, 3}, &st); err == nil {
+		t.Error("Assign after Close")
+	}
+	if _, err := b.Open(pts, kmeans.SessionOptions{Algorithm: kmeans.Bounds}); err == nil {
+		t.Error("the bounds algorithm is not offered")
+	}
+	empty := &kmeans.Points{Dim: 3}
+	s, err = b.Open(empty, kmeans.SessionOptions{MaxK: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Assign(context.Background(), []int32{1, 2, 3}, &st); err != nil || st.Counts[0] != 0 {
+		t.Fatal(err)
+	}
+	s.Close()
+}
+
+func TestDevices(t *testing.T) {
+	gpu(t)
+	ds, err := Devices()
+	if err != nil || len(ds) == 0 {
+		t.Fatal(ds, err)
+	}
+	v, err := DriverVersion()
+	t.Logf("driver CUDA %d; %v", v, ds[0])
+	if _, err := New(len(ds)); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("New(%d): %v", len(ds), err)
+	}
+}
+
+// TestDedup: device deduplication and remap equal the host reference.
+func TestDedup(t *testing.T) {
+	b := gpu(t)
+	for _, name := range []string{"smarties.png", "altai-5120.png"} {
+		px := loadPixels(t, name)
+		colors, counts, index := UniqueRGB(px)
+		P, err := b.Dedup(px)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(P.Colors, colors) || !slices.Equal(P.Counts, counts) {
+			t.Fatalf("%s: colours or counts differ (%d vs %d colours)", name, len(P.Colors), len(colors))
+		}
+		got := make([]int32, len(px))
+		if err := P.Index(got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, index) {
+			t.Fatalf("%s: index differs", name)
+		}
+		labels := make([]int32, len(colors))
+		for i := range labels {
+			labels[i] = int32(i * 7919 % 256)
+		}
+		want := make([]int32, len(px))
+		RemapLabels(want, index, labels)
+		if err := P.Remap(got, labels); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: remap differs", name)
+		}
+		P.Close()
+	}
+}
+
+// hostPlusPlus is the textbook weighted greedy k-means++ with the engine's
+// protocol of draws; it returns the chosen points' indices.
+func hostPlusPlus(pts *kmeans.Points, k, trials int, rng *rand.Rand) []int {
+	n := pts.Len()
+	D := make([]uint64, n)
+	pick := func(r uint64, w func(i int) uint64) int {
+		var s uint64
+		for i := range n {
+			s += w(i)
+			if s > r {
+				return i
+			}
+		}
+		return n - 1
+	}
+	first := pick(rng.Uint64N(pts.TotalWeight()), pts.Weight)
+	out := []int{first}
+	for i := range n {
+		D[i] = kmeans.Dist(pts.At(i), pts.At(first))
+	}
+	wd := func(i int) uint64 { return pts.Weight(i) * D[i] }
+	for len(out) < k {
+		var pot uint64
+		for i := range n {
+			pot += wd(i)
+		}
+		if pot == 0 {
+			break
+		}
+		cand := make([]int, trials)
+		for t := range cand {
+			cand[t] = pick(rng.Uint64N(pot), wd)
+		}
+		best, bestGain := 0, uint64(0)
+		for t, c := range cand {
+			var g uint64
+			for i := range n {
+				if d := kmeans.Dist(pts.At(i), pts.At(c)); d < D[i] {
+					g += pts.Weight(i) * (D[i] - d)
+				}
+			}
+			if t == 0 || g > bestGain {
+				best, bestGain = t, g
+			}
+		}
+		y := pts.At(cand[best])
+		for i := range n {
+			D[i] = min(D[i], kmeans.Dist(pts.At(i), y))
+		}
+		out = append(out, cand[best])
+	}
+	return out
+}
+
+// deviceSeeds drives a Seeder as the engine would (see Seeder).
+func deviceSeeds(tb testing.TB, sd Seeder, pts *kmeans.Points, k, trials int, rng *rand.Rand) []int {
+	pot, err := sd.SeedInit(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	first, err := sd.SeedPick(rng.Uint64N(pot))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := []int{first}
+	if pot, err = sd.SeedInit(pts.At(first)); err != nil {
+		tb.Fatal(err)
+	}
+	rs := make([]uint64, trials)
+	for len(out) < k && pot > 0 {
+		for t := range rs {
+			rs[t] = rng.Uint64N(pot)
+		}
+		var best int
+		if best, pot, err = sd.SeedStep(rs); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, best)
+	}
+	return out
+}
+
+// TestSeeder: device k-means++ picks the same points as the host.
+func TestSeeder(t *testing.T) {
+	b := gpu(t)
+	for _, c := range []struct {
+		name  string
+		space string
+		k     int
+	}{{"smarties.png", "rgb", 16}, {"home.jpg", "lab", 40}, {"smarties.png", "rgb", 64}} {
+		colors, counts, _ := UniqueRGB(loadPixels(t, c.name))
+		pts := colourPoints(colors, counts, c.space)
+		s, err := b.Open(pts, kmeans.SessionOptions{MaxK: c.k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trials := 2 + int(math.Log(float64(c.k)))
+		got := deviceSeeds(t, s.(Seeder), pts, c.k, trials, rand.New(rand.NewPCG(5, 0x6b717561_6e740000)))
+		want := hostPlusPlus(pts, c.k, trials, rand.New(rand.NewPCG(5, 0x6b717561_6e740000)))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s %s k=%d: device seeds %v, host %v", c.name, c.space, c.k, got, want)
+		}
+		// The engine's own k-means++ (for seed 5, start 0) should agree.
+		cent := make([]int32, 0, c.k*3)
+		for _, i := range got {
+			cent = append(cent, pts.At(i)...)
+		}
+		ctx := context.Background()
+		m1, err1 := kmeans.Run(ctx, pts, kmeans.Config{K: c.k, Seed: 5, Starts: 1, MaxIter: 3}, nil)
+		m2, err2 := kmeans.Run(ctx, pts, kmeans.Config{K: c.k, Init: kmeans.InitGiven, Centroids: cent, MaxIter: 3}, nil)
+		if err1 != nil || err2 != nil || sameModel(m1, m2) != nil {
+			t.Logf("%s k=%d: the engine's k-means++ no longer matches the device seeds (engine changed?)", c.name, c.k)
+		} else {
+			t.Logf("%s %s k=%d: device seeds = the engine's k-means++", c.name, c.space, c.k)
+		}
+		s.Close()
+	}
+}

@@ -1,0 +1,1104 @@
+// Kernels of kquant's CUDA backend (package cudakern).
+//
+// Every kernel takes one argument, a Params (or DedupParams) struct by value,
+// so that its fields live in the constant bank. Params mirrors the Go struct
+// kparams in params.go field for field; the static_asserts below and the Go
+// tests pin the layout.
+//
+// Exactness. Distances are exact integers. The fast kernel forms
+//   d = |x|^2 + (-2c)·x + |c|^2
+// with one m16n8k8 fp16 tensor-core product per 16 points × 8 centroids:
+// every coordinate is an integer of magnitude ≤ 2047 (exact in fp16), |x|^2
+// and |c|^2 (each < 2^22) enter as two fp16-exact pieces lo + 2048·hi, and
+// the sum of the magnitudes of all terms is below 2^24, so the products and
+// the fp32 sums are exact integers. The host only picks
+// this kernel when that bound holds (fastOK in session.go). The index of the
+// centroid is then folded into the score with one exact FMA,
+//   key = d·2^s + j   (j < 2^s the index within a chunk of 2^s centroids),
+// which is exact while key < 2^24; the smallest key is the smallest distance,
+// ties to the lowest index. A point whose smallest key is ≥ 2^24 (its nearest
+// centroid is far) is searched again exactly in fp32 (fallback), so the
+// answer never depends on the shortcut.
+//
+// Statistics. Each block keeps per-cluster 64-bit counts and coordinate sums
+// in shared memory (two 32-bit words with carry, since shared 64-bit atomic
+// adds are CAS loops), adds its points with shared atomics (aggregated per
+// warp with match/reduce where it pays), and flushes each nonzero slot with
+// ONE global 64-bit atomic at the end. Sums are kept incrementally: a point
+// that keeps its label adds nothing; a point that moves subtracts itself from
+// its old cluster and adds itself to the new one. Integer sums do not depend
+// on the order of the additions, so the result is exact and deterministic.
+
+#include <stdint.h>
+
+typedef unsigned long long u64;
+typedef long long i64;
+typedef unsigned int u32;
+
+// Params.flags
+#define F_ALL_MOVED 1  // every point counts as moved (first Assign, new k)
+#define F_FRESH_ACC 2  // accumulators were zeroed: add every point
+#define F_ACC32 4      // fast kernel: per-block sums fit in int32 (unweighted points)
+#define F_AGGREGATE 8  // fast kernel: aggregate a warp's equal labels before adding
+
+// Params.fmt
+#define FMT_P8 0   // one u32 per point: byte j = (x_j - lo_j)/g_j
+#define FMT_P16 1  // two u32 per point: fp16 bits of x_j - center_j, 4 dims
+#define FMT_I32 2  // int32 SoA: coords[j*npad + i] = x_j - center_j
+
+struct Params {
+    u64 pts;      // points, in format fmt
+    u64 weights;  // u32 per point, or 0 for all ones
+    u64 labels;   // u16 (label32 == 0) or u32 per point
+    u64 frag;     // fast: B fragments, u32 [kpad/8][32]
+    u64 cent;     // fast: float4 [k] centred; generic: T [k*dim] centred
+    u64 acc;      // u64 [k*(1+dim)]: count, then dim sums of w·(x - center)
+    u64 scal;     // u64 [4]: inertia, moved weight, fallback points, spare
+    int n, npad, k, kpad;
+    int dim, s, chunk, flags;
+    int fmt, label32, accslots, pad0;
+    float g[4];    // P8 decode: x_j - center_j = q_j*g_j + off_j
+    float off[4];
+    u32 half_g[4];   // per lane class q: half2 of g for the A fragment
+    u32 half_off[4]; // per lane class q: half2 of off (or constants)
+    u32 sel[4];      // per lane class q: prmt selector
+};
+
+static_assert(sizeof(Params) == 56 + 48 + 32 + 48, "Params layout");
+static_assert(__builtin_offsetof(Params, n) == 56, "Params.n");
+static_assert(__builtin_offsetof(Params, g) == 104, "Params.g");
+static_assert(__builtin_offsetof(Params, sel) == 168, "Params.sel");
+
+// ---------------------------------------------------------------- helpers
+
+__device__ __forceinline__ void add64(u32* p, i64 v) {
+    u32 lo = (u32)v;
+    u32 hi = (u32)((u64)v >> 32);
+    u32 old = atomicAdd(p, lo);
+    if (old + lo < old) hi += 1;
+    if (hi) atomicAdd(p + 1, hi);
+}
+
+__device__ __forceinline__ u64 shfl_u64(u64 v, int src) {
+    u32 lo = __shfl_sync(0xffffffffu, (u32)v, src);
+    u32 hi = __shfl_sync(0xffffffffu, (u32)(v >> 32), src);
+    return ((u64)hi << 32) | lo;
+}
+
+__device__ __forceinline__ u64 warp_sum_u64(u64 v) {
+    for (int o = 16; o > 0; o >>= 1) {
+        u32 lo = __shfl_xor_sync(0xffffffffu, (u32)v, o);
+        u32 hi = __shfl_xor_sync(0xffffffffu, (u32)(v >> 32), o);
+        v += ((u64)hi << 32) | lo;
+    }
+    return v;
+}
+
+// block_scalars adds the block's inertia, moved weight and fallback count to
+// p.scal with one atomic each. All threads of the block must call it.
+__device__ void block_scalars(const Params& p, u64 inertia, u64 moved, u64 fb, u64* red) {
+    inertia = warp_sum_u64(inertia);
+    moved = warp_sum_u64(moved);
+    fb = warp_sum_u64(fb);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) {
+        red[warp * 3 + 0] = inertia;
+        red[warp * 3 + 1] = moved;
+        red[warp * 3 + 2] = fb;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 a = 0, b = 0, c = 0;
+        for (int w = 0; w < (int)(blockDim.x >> 5); w++) {
+            a += red[w * 3];
+            b += red[w * 3 + 1];
+            c += red[w * 3 + 2];
+        }
+        u64* scal = (u64*)p.scal;
+        if (a) atomicAdd(scal + 0, a);
+        if (b) atomicAdd(scal + 1, b);
+        if (c) atomicAdd(scal + 2, c);
+    }
+}
+
+// flush adds the nonzero shared accumulators [0, nslots) to global slots
+// [base, base+nslots): one global atomic per block and slot.
+__device__ void flush(const u32* sacc, int nslots, u64* gacc) {
+    for (int i = threadIdx.x; i < nslots; i += blockDim.x) {
+        u64 v = (u64)sacc[2 * i] | ((u64)sacc[2 * i + 1] << 32);
+        if (v) atomicAdd(gacc + i, v);
+    }
+}
+
+__device__ __forceinline__ u32 load_label(const Params& p, int i) {
+    if (p.label32) return ((const u32*)p.labels)[i];
+    return ((const unsigned short*)p.labels)[i];
+}
+
+__device__ __forceinline__ void store_label(const Params& p, int i, u32 l) {
+    if (p.label32)
+        ((u32*)p.labels)[i] = l;
+    else
+        ((unsigned short*)p.labels)[i] = (unsigned short)l;
+}
+
+// float_to_int returns the integer value of an exactly integral float of
+// magnitude < 2^22 (two FMA-pipe instructions instead of a conversion).
+__device__ __forceinline__ int float_to_int(float x) {
+    return (int)(__float_as_uint(x + 12582912.0f) - 0x4B400000u);
+}
+
+// mma1688 sets d to the 16×8 product of a and b (accumulator zero).
+__device__ __forceinline__ void mma1688(float d[4], u32 a0, u32 a1, u32 b) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+        "{%7,%7,%7,%7};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a0), "r"(a1), "r"(b), "f"(0.0f));
+}
+
+// norm_pieces returns half2(n mod 2048, n / 2048) of an integral float n < 2^22.
+__device__ __forceinline__ u32 norm_pieces(float n) {
+    u32 v = (u32)float_to_int(n);
+    float lo = __uint_as_float(0x4B000000u | (v & 2047u)) - 8388608.0f;
+    float hi = __uint_as_float(0x4B000000u | (v >> 11)) - 8388608.0f;
+    u32 r;
+    asm("{.reg .f16 l, h; cvt.rn.f16.f32 l, %1; cvt.rn.f16.f32 h, %2; mov.b32 %0, {l, h};}\n"
+        : "=r"(r) : "f"(lo), "f"(hi));
+    return r;
+}
+
+__device__ __forceinline__ u32 hsub2_1024(u32 h) {
+    u32 r;
+    asm("sub.rn.f16x2 %0, %1, %2;\n" : "=r"(r) : "r"(h), "r"(0x64006400u));
+    return r;
+}
+
+__device__ __forceinline__ u32 hfma2(u32 a, u32 b, u32 c) {
+    u32 r;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+__device__ __forceinline__ float half_lo(u32 h) {
+    float f;
+    asm("{.reg .f16 l, u; mov.b32 {l, u}, %1; cvt.f32.f16 %0, l;}\n" : "=f"(f) : "r"(h));
+    return f;
+}
+
+__device__ __forceinline__ float half_hi(u32 h) {
+    float f;
+    asm("{.reg .f16 l, u; mov.b32 {l, u}, %1; cvt.f32.f16 %0, u;}\n" : "=f"(f) : "r"(h));
+    return f;
+}
+
+// ------------------------------------------------------------ fast kernel
+//
+// A warp takes 16·MT points at a time as MT m-tiles. Lane L = 4r + q.
+// m-tile t = 2g + u: row r is point base + 32g + 4r + 2u, row r+8 is the
+// next point. Lane L "owns" points base + 32g + 4r + q (one per g): it
+// decodes them, computes |x|^2, and does the bookkeeping after the search.
+// K slots of A (points): x_0..x_3, |x|^2 mod 2048, |x|^2 / 2048, 1, 2048;
+// of B (centroids): -2c_0..-2c_3, 1, 2048, |c|^2 mod 2048, |c|^2 / 2048.
+// Lane q holds slots 2q, 2q+1 of the A and B fragments; the product is d.
+
+// add_fast adds weight w and the sums w·v_j (given as sv) to the shared
+// slots of cluster c: 32-bit slots (plain shared atomic adds, no return
+// value) when acc32, else 64-bit slots of two words with carry.
+__device__ __forceinline__ void add_fast(u32* sacc, bool acc32, u32 c, int dim, i64 w, const i64 sv[4]) {
+    const u32 s = c * (1 + dim);
+    if (acc32) {
+        int* a = (int*)sacc + s;
+        atomicAdd(a, (int)w);
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            if (j < dim) atomicAdd(a + 1 + j, (int)sv[j]);
+        return;
+    }
+    u32* a = sacc + 2 * s;
+    add64(a, w);
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        if (j < dim) add64(a + 2 + 2 * j, sv[j]);
+}
+
+// flush32 is flush for 32-bit signed slots.
+__device__ void flush32(const u32* sacc, int nslots, u64* gacc) {
+    for (int i = threadIdx.x; i < nslots; i += blockDim.x) {
+        int v = (int)sacc[i];
+        if (v) atomicAdd(gacc + i, (u64)(i64)v);
+    }
+}
+
+template <int FMT>
+__device__ __forceinline__ void load_points(uint4 (&w)[2], const Params& p, int i0) {
+    if (FMT == FMT_P8) {
+        w[0] = __ldg((const uint4*)p.pts + (i0 >> 2));
+    } else {
+        w[0] = __ldg((const uint4*)p.pts + (i0 >> 1));
+        w[1] = __ldg((const uint4*)p.pts + (i0 >> 1) + 1);
+    }
+}
+
+template <int FMT>
+struct FastPoints {
+    uint4 w[2];  // P8 uses w[0]: 4 points; P16 uses both: 4 points × 2 words
+};
+
+template <int FMT, int MT>
+__device__ __forceinline__ void fast_body(const Params& p) {
+    constexpr int G = MT / 2;  // owned points per lane
+    extern __shared__ uint4 smem4[];
+    u32* sfrag = (u32*)smem4;
+    const int n = p.n, k = p.k, kpad = p.kpad, dim = p.dim;
+    const int ntiles = kpad >> 3;
+    u32* sacc = sfrag + ntiles * 32;
+    const int nslots = k * (1 + dim);
+    __shared__ u64 red[3 * 8];
+
+    for (int i = threadIdx.x; i < ntiles * 32; i += blockDim.x) sfrag[i] = ((const u32*)p.frag)[i];
+    for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
+    __syncthreads();
+
+    const int lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
+    const u32 hg = p.half_g[q], hoff = p.half_off[q], sel = p.sel[q];
+    const float S = (float)(1 << p.s);
+    const u32 smask = (1u << p.s) - 1u;
+    const int flags = p.flags;
+    const u32* W = (const u32*)p.weights;
+    const float4* cent = (const float4*)p.cent;
+    float dg[4], doff[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) dg[j] = p.g[j], doff[j] = p.off[j];
+
+    u64 inertia = 0, movedw = 0, nfb = 0;
+    const int warps = (gridDim.x * blockDim.x) >> 5;
+    const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+
+    const bool acc32 = flags & F_ACC32;
+    // Each step a lane reads the 4 points base + 32g + 4r .. +3 of each g;
+    // the next step's points are loaded while this step computes.
+    FastPoints<FMT> P4[G];
+    int base = gw * 16 * MT;
+    if (base < n) {
+#pragma unroll
+        for (int g = 0; g < G; g++) load_points<FMT>(P4[g].w, p, base + 32 * g + 4 * r);
+    }
+    for (; base < n; base += warps * 16 * MT) {
+        // labels and weights of the owned points, needed at the end
+        u32 oldl[G], wt[G];
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            const int i = base + 32 * g + 4 * r + q;
+            oldl[g] = i < n ? load_label(p, i) : 0xffffffffu;
+            wt[g] = (W && i < n) ? __ldg(W + i) : 1u;
+        }
+        FastPoints<FMT> N4[G];
+        const int next = base + warps * 16 * MT;
+        if (next < n) {
+#pragma unroll
+            for (int g = 0; g < G; g++) load_points<FMT>(N4[g].w, p, next + 32 * g + 4 * r);
+        }
+        // ---- A fragments and |x|^2 of the owned points
+        u32 A[MT][2];
+        float xo[G][4], nrm[G];
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            if (FMT == FMT_P8) {
+                const uint4 v = P4[g].w[0];
+                const u32 wv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        u32 t = __byte_perm(wv[2 * u + h], 0x64646464u, sel);
+                        A[2 * g + u][h] = hfma2(hsub2_1024(t), hg, hoff);
+                    }
+                u32 mine = q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    float f = __uint_as_float(__byte_perm(mine, 0x4B000000u, j | 0x7540));
+                    xo[g][j] = fmaf(f - 8388608.0f, dg[j], doff[j]);
+                }
+            } else {
+                const uint4 a = P4[g].w[0], b = P4[g].w[1];
+                // points 4r+0: (a.x,a.y), +1: (a.z,a.w), +2: (b.x,b.y), +3: (b.z,b.w)
+                const u32 w0[4] = {a.x, a.z, b.x, b.z};
+                const u32 w1[4] = {a.y, a.w, b.y, b.w};
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        A[2 * g + u][h] = q == 0 ? w0[2 * u + h] : q == 1 ? w1[2 * u + h] : hoff;
+                u32 m0 = q == 0 ? a.x : q == 1 ? a.z : q == 2 ? b.x : b.z;
+                u32 m1 = q == 0 ? a.y : q == 1 ? a.w : q == 2 ? b.y : b.w;
+                xo[g][0] = half_lo(m0);
+                xo[g][1] = half_hi(m0);
+                xo[g][2] = half_lo(m1);
+                xo[g][3] = half_hi(m1);
+            }
+            nrm[g] = fmaf(xo[g][3], xo[g][3], fmaf(xo[g][2], xo[g][2], fmaf(xo[g][1], xo[g][1], xo[g][0] * xo[g][0])));
+        }
+        // lane q = 2 holds the |x|^2 pieces of rows r and r+8 of each m-tile
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            const u32 np = norm_pieces(nrm[g]);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const u32 v = __shfl_sync(0xffffffffu, np, (lane & ~3) | i);
+                if (q == 2) A[2 * g + (i >> 1)][i & 1] = v;
+            }
+        }
+
+        // ---- search, chunk by chunk of 2^s centroids
+        // A chunk whose best key is >= 2^24 holds only centroids at d >=
+        // 2^(24-s) =: far; it needs the exact search only if no exact
+        // candidate nearer than far turns up in another chunk.
+        u32 bestd[G], bestl[G];
+        bool fb[G];
+#pragma unroll
+        for (int g = 0; g < G; g++) bestd[g] = 0xffffffffu, bestl[g] = 0, fb[g] = false;
+        const u32 far = 1u << (24 - p.s);
+        for (int c0 = 0; c0 < kpad; c0 += p.chunk) {
+            const int t0 = c0 >> 3, t1 = min(kpad, c0 + p.chunk) >> 3;
+            float M[MT][2];
+#pragma unroll
+            for (int t = 0; t < MT; t++) M[t][0] = M[t][1] = 3.0e38f;
+            float i0 = (float)(2 * q), i1 = (float)(2 * q + 1);
+            const u32* fp = sfrag + t0 * 32 + lane;
+            const u32* fend = sfrag + t1 * 32 + lane;
+#pragma unroll 4
+            for (; fp != fend; fp += 32) {
+                const u32 b = *fp;
+#pragma unroll
+                for (int t = 0; t < MT; t++) {
+                    float d[4];
+                    mma1688(d, A[t][0], A[t][1], b);
+                    M[t][0] = fminf(M[t][0], fminf(fmaf(d[0], S, i0), fmaf(d[1], S, i1)));
+                    M[t][1] = fminf(M[t][1], fminf(fmaf(d[2], S, i0), fmaf(d[3], S, i1)));
+                }
+                i0 += 8.0f;
+                i1 += 8.0f;
+            }
+            // reduce-scatter over the quad: lane q gets the minimum of its
+            // owned point of each g (value index 2u + h = owner q)
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                float v0 = M[2 * g][0], v1 = M[2 * g][1], v2 = M[2 * g + 1][0], v3 = M[2 * g + 1][1];
+                const bool hiq = q & 2;
+                float s0 = hiq ? v0 : v2, s1 = hiq ? v1 : v3;
+                float k0 = hiq ? v2 : v0, k1 = hiq ? v3 : v1;
+                k0 = fminf(k0, __shfl_xor_sync(0xffffffffu, s0, 2));
+                k1 = fminf(k1, __shfl_xor_sync(0xffffffffu, s1, 2));
+                const bool odd = q & 1;
+                float sx = odd ? k0 : k1, kx = odd ? k1 : k0;
+                float key = fminf(kx, __shfl_xor_sync(0xffffffffu, sx, 1));
+                if (key < 16777216.0f) {
+                    u32 ki = (u32)key;
+                    u32 d = ki >> p.s, l = (u32)c0 + (ki & smask);
+                    if (l >= (u32)k)
+                        fb[g] = true;  // cannot happen: padding keys are >= 2^24
+                    else if (d < bestd[g])
+                        bestd[g] = d, bestl[g] = l;
+                } else {
+                    fb[g] = true;
+                }
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < G; g++)
+            if (bestd[g] < far) fb[g] = false;
+
+        // ---- exact re-search of far points, one warp per point
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            const int i = base + 32 * g + 4 * r + q;
+            u32 fbm = __ballot_sync(0xffffffffu, i < n && fb[g]);
+            while (fbm) {
+                const int src = __ffs(fbm) - 1;
+                fbm &= fbm - 1;
+                const float y0 = __shfl_sync(0xffffffffu, xo[g][0], src);
+                const float y1 = __shfl_sync(0xffffffffu, xo[g][1], src);
+                const float y2 = __shfl_sync(0xffffffffu, xo[g][2], src);
+                const float y3 = __shfl_sync(0xffffffffu, xo[g][3], src);
+                u32 bd = 0xffffffffu, bl = 0;
+                for (int c = lane; c < k; c += 32) {
+                    const float4 cc = __ldg(cent + c);
+                    const float e0 = y0 - cc.x, e1 = y1 - cc.y, e2 = y2 - cc.z, e3 = y3 - cc.w;
+                    const u32 d = (u32)fmaf(e3, e3, fmaf(e2, e2, fmaf(e1, e1, e0 * e0)));
+                    if (d < bd) bd = d, bl = c;
+                }
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) {
+                    const u32 od = __shfl_xor_sync(0xffffffffu, bd, o);
+                    const u32 ol = __shfl_xor_sync(0xffffffffu, bl, o);
+                    if (od < bd || (od == bd && ol < bl)) bd = od, bl = ol;
+                }
+                if (lane == src) bestd[g] = bd, bestl[g] = bl, nfb++;
+            }
+        }
+
+        // ---- bookkeeping of the owned points
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            const int i = base + 32 * g + 4 * r + q;
+            const bool valid = i < n;
+            const u32 w = wt[g], old = oldl[g], lab = valid ? bestl[g] : 0xffffffffu;
+            if (valid) {
+                if (old != lab) store_label(p, i, lab);
+                inertia += (u64)w * bestd[g];
+                if ((flags & F_ALL_MOVED) || old != lab) movedw += w;
+            }
+            int v[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++) v[j] = float_to_int(xo[g][j]);
+            if (flags & F_FRESH_ACC) {
+#if __CUDA_ARCH__ >= 800
+                if (flags & F_AGGREGATE) {
+                    // unweighted: add each group of equal labels of the warp once
+                    const u32 peers = __match_any_sync(0xffffffffu, lab);
+                    i64 sj[4];
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        sj[j] = j < dim ? (int)__reduce_add_sync(peers, (u32)v[j]) : 0;
+                    if (valid && (__ffs(peers) - 1) == lane) add_fast(sacc, acc32, lab, dim, __popc(peers), sj);
+                    continue;
+                }
+#endif
+                i64 sv[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) sv[j] = (i64)w * v[j];
+                if (valid) add_fast(sacc, acc32, lab, dim, (i64)w, sv);
+            } else if (valid && old != lab) {
+                i64 sv[4], nv[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) sv[j] = (i64)w * v[j], nv[j] = -sv[j];
+                add_fast(sacc, acc32, old, dim, -(i64)w, nv);
+                add_fast(sacc, acc32, lab, dim, (i64)w, sv);
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < G; g++) P4[g] = N4[g];
+    }
+    __syncthreads();
+    if (acc32)
+        flush32(sacc, nslots, (u64*)p.acc);
+    else
+        flush(sacc, nslots, (u64*)p.acc);
+    block_scalars(p, inertia, movedw, nfb, red);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 3) kq_fast_p8_m2(const Params p) { fast_body<FMT_P8, 2>(p); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_fast_p8_m4(const Params p) { fast_body<FMT_P8, 4>(p); }
+extern "C" __global__ void __launch_bounds__(256, 3) kq_fast_p16_m2(const Params p) { fast_body<FMT_P16, 2>(p); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_fast_p16_m4(const Params p) { fast_body<FMT_P16, 4>(p); }
+
+// ------------------------------------------------------- small-k kernel
+//
+// For few centroids (k ≤ 32, d ≤ 3) the tensor-core kernel's per-point work
+// dominates; this kernel gives each thread 4 points and scores them with
+// FMAs against centroids held in shared memory as (-2c_0, -2c_1, -2c_2,
+// |c|^2): d = |x|^2 + |c|^2 + Σ x_j·(-2c_j), every partial sum an integer
+// below 2^24 (the same bound as the fast kernel), then key = d·2^s + j.
+
+template <int FMT>
+__device__ __forceinline__ void small_body(const Params& p) {
+    extern __shared__ uint4 smem4[];
+    float4* sc = (float4*)smem4;
+    const int n = p.n, k = p.k, dim = p.dim;
+    u32* sacc = (u32*)(sc + k);
+    const int nslots = k * (1 + dim);
+    __shared__ u64 red[3 * 8];
+    const float4* cent = (const float4*)p.cent;
+    for (int i = threadIdx.x; i < k; i += blockDim.x) {
+        const float4 c = cent[i];
+        sc[i] = make_float4(-2.0f * c.x, -2.0f * c.y, -2.0f * c.z, fmaf(c.z, c.z, fmaf(c.y, c.y, c.x * c.x)));
+    }
+    for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
+    __syncthreads();
+
+    const float S = (float)(1 << p.s);
+    const int flags = p.flags;
+    const bool acc32 = flags & F_ACC32;
+    const u32* W = (const u32*)p.weights;
+    u64 inertia = 0, movedw = 0, nfb = 0;
+    constexpr int PT = 4;
+    const int stride = gridDim.x * blockDim.x * PT;
+    for (int base = blockIdx.x * blockDim.x * PT + threadIdx.x; base - (int)threadIdx.x < n; base += stride) {
+        float x[PT][3], key[PT];
+        u32 oldl[PT], wt[PT];
+#pragma unroll
+        for (int t = 0; t < PT; t++) {
+            const int i = base + t * (int)blockDim.x;
+            const bool valid = i < n;
+            oldl[t] = valid ? load_label(p, i) : 0xffffffffu;
+            wt[t] = (W && valid) ? __ldg(W + i) : 1u;
+            if (FMT == FMT_P8) {
+                const u32 w = valid ? __ldg((const u32*)p.pts + i) : 0u;
+#pragma unroll
+                for (int j = 0; j < 3; j++) {
+                    float f = __uint_as_float(__byte_perm(w, 0x4B000000u, j | 0x7540));
+                    x[t][j] = fmaf(f - 8388608.0f, p.g[j], p.off[j]);
+                }
+            } else {
+                const uint2 w = valid ? __ldg((const uint2*)p.pts + i) : make_uint2(0, 0);
+                x[t][0] = half_lo(w.x), x[t][1] = half_hi(w.x), x[t][2] = half_lo(w.y);
+            }
+            key[t] = 3.0e38f;
+        }
+        float xn[PT];
+#pragma unroll
+        for (int t = 0; t < PT; t++) xn[t] = fmaf(x[t][2], x[t][2], fmaf(x[t][1], x[t][1], x[t][0] * x[t][0]));
+        float idx = 0.0f;
+        for (int c = 0; c < k; c++) {
+            const float4 m = sc[c];
+#pragma unroll
+            for (int t = 0; t < PT; t++) {
+                const float d = fmaf(x[t][2], m.z, fmaf(x[t][1], m.y, fmaf(x[t][0], m.x, m.w + xn[t])));
+                key[t] = fminf(key[t], fmaf(d, S, idx));
+            }
+            idx += 1.0f;
+        }
+#pragma unroll
+        for (int t = 0; t < PT; t++) {
+            const int i = base + t * (int)blockDim.x;
+            const bool valid = i < n;
+            u32 lab = 0, dd = 0;
+            if (key[t] < 16777216.0f) {
+                const u32 ki = (u32)key[t];
+                lab = ki & ((1u << p.s) - 1u), dd = ki >> p.s;
+            } else if (valid) {
+                u32 bd = 0xffffffffu;
+                for (int c = 0; c < k; c++) {
+                    const float4 cc = __ldg(cent + c);
+                    const float e0 = x[t][0] - cc.x, e1 = x[t][1] - cc.y, e2 = x[t][2] - cc.z;
+                    const u32 d = (u32)fmaf(e2, e2, fmaf(e1, e1, e0 * e0));
+                    if (d < bd) bd = d, lab = c;
+                }
+                dd = bd;
+                nfb++;
+            }
+            const u32 w = wt[t], old = oldl[t];
+            if (!valid) lab = 0xffffffffu;
+            if (valid) {
+                if (old != lab) store_label(p, i, lab);
+                inertia += (u64)w * dd;
+                if ((flags & F_ALL_MOVED) || old != lab) movedw += w;
+            }
+            int v[4] = {float_to_int(x[t][0]), float_to_int(x[t][1]), float_to_int(x[t][2]), 0};
+            if (flags & F_FRESH_ACC) {
+#if __CUDA_ARCH__ >= 800
+                if (flags & F_AGGREGATE) {
+                    const u32 peers = __match_any_sync(0xffffffffu, lab);
+                    i64 sj[4];
+#pragma unroll
+                    for (int j = 0; j < 4; j++) sj[j] = j < dim ? (int)__reduce_add_sync(peers, (u32)v[j]) : 0;
+                    if (valid && (__ffs(peers) - 1) == (int)(threadIdx.x & 31))
+                        add_fast(sacc, acc32, lab, dim, __popc(peers), sj);
+                    continue;
+                }
+#endif
+                i64 sv[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) sv[j] = (i64)w * v[j];
+                if (valid) add_fast(sacc, acc32, lab, dim, (i64)w, sv);
+            } else if (valid && old != lab) {
+                i64 sv[4], nv[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) sv[j] = (i64)w * v[j], nv[j] = -sv[j];
+                add_fast(sacc, acc32, old, dim, -(i64)w, nv);
+                add_fast(sacc, acc32, lab, dim, (i64)w, sv);
+            }
+        }
+    }
+    __syncthreads();
+    if (acc32)
+        flush32(sacc, nslots, (u64*)p.acc);
+    else
+        flush(sacc, nslots, (u64*)p.acc);
+    block_scalars(p, inertia, movedw, nfb, red);
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_small_p8(const Params p) { small_body<FMT_P8>(p); }
+extern "C" __global__ void __launch_bounds__(256) kq_small_p16(const Params p) { small_body<FMT_P16>(p); }
+
+// --------------------------------------------------------- generic kernel
+//
+// Any dimension, any range: one point per thread, centroids streamed through
+// shared memory in chunks of p.chunk, distances in T (float when the host
+// has proved every distance < 2^24, else 64-bit integers). Statistics as in
+// the fast kernel; when k·(1+dim) slots do not fit in shared memory the
+// clusters are taken in chunks of accslots/(1+dim) per block tile.
+
+template <typename T>
+__device__ __forceinline__ void add_point(const Params& p, u32* sacc, int lab, int lo, int hi, i64 w, int i,
+                                          const T* xr) {
+    if (lab < lo || lab >= hi) return;
+    const int dim = p.dim;
+    const int* X = (const int*)p.pts;
+    u32* a = sacc + 2 * (lab - lo) * (1 + dim);
+    add64(a, w);
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        if (j < dim) add64(a + 2 + 2 * j, w * (i64)xr[j]);
+    for (int j = 8; j < dim; j++) add64(a + 2 + 2 * j, w * (i64)X[(size_t)j * p.npad + i]);
+}
+
+template <typename T>
+__device__ __forceinline__ void generic_body(const Params& p, T big) {
+    extern __shared__ uint4 smem4[];
+    __shared__ u64 red[3 * 8];
+    const int n = p.n, k = p.k, dim = p.dim, CC = p.chunk;
+    T* sc = (T*)smem4;
+    u32* sacc = (u32*)(smem4 + ((size_t)CC * dim * sizeof(T) + 15) / 16);
+    const int slots = k * (1 + dim);
+    const bool single = slots <= p.accslots;
+    const int CK = single ? k : p.accslots / (1 + dim);
+    const int flags = p.flags;
+    const u32* W = (const u32*)p.weights;
+    const int* X = (const int*)p.pts;
+    const T* cent = (const T*)p.cent;
+
+    if (single) {
+        for (int i = threadIdx.x; i < 2 * slots; i += blockDim.x) sacc[i] = 0;
+    }
+    u64 inertia = 0, movedw = 0;
+    for (int base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
+        const int i = base + threadIdx.x;
+        const bool valid = i < n;
+        T xr[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) xr[j] = (valid && j < dim) ? (T)X[(size_t)j * p.npad + i] : (T)0;
+        T bd = big;
+        int bl = 0;
+        for (int c0 = 0; c0 < k; c0 += CC) {
+            const int cn = min(CC, k - c0);
+            __syncthreads();
+            for (int e = threadIdx.x; e < cn * dim; e += blockDim.x) sc[e] = cent[(size_t)c0 * dim + e];
+            __syncthreads();
+            if (valid) {
+                for (int c = 0; c < cn; c++) {
+                    const T* cc = sc + c * dim;
+                    T d = 0;
+#pragma unroll
+                    for (int j = 0; j < 8; j++)
+                        if (j < dim) {
+                            T e = xr[j] - cc[j];
+                            d += e * e;
+                        }
+                    for (int j = 8; j < dim; j++) {
+                        T e = (T)X[(size_t)j * p.npad + i] - cc[j];
+                        d += e * e;
+                    }
+                    if (d < bd) bd = d, bl = c0 + c;
+                }
+            }
+        }
+        u32 w = 1;
+        int old = -1;
+        bool changed = false;
+        if (valid) {
+            if (W) w = __ldg(W + i);
+            old = (int)load_label(p, i);
+            changed = old != bl;
+            if (changed) store_label(p, i, (u32)bl);
+            inertia += (u64)w * (u64)bd;
+            if ((flags & F_ALL_MOVED) || changed) movedw += w;
+        }
+        const bool fresh = flags & F_FRESH_ACC;
+        if (single) {
+            if (valid && fresh) {
+                add_point(p, sacc, bl, 0, k, (i64)w, i, xr);
+            } else if (valid && changed) {
+                add_point(p, sacc, old, 0, k, -(i64)w, i, xr);
+                add_point(p, sacc, bl, 0, k, (i64)w, i, xr);
+            }
+        } else {
+            for (int a0 = 0; a0 < k; a0 += CK) {
+                const int a1 = min(k, a0 + CK);
+                bool need = valid && (fresh ? (bl >= a0 && bl < a1)
+                                            : changed && ((bl >= a0 && bl < a1) || (old >= a0 && old < a1)));
+                if (!__syncthreads_or(need)) continue;
+                for (int e = threadIdx.x; e < 2 * (a1 - a0) * (1 + dim); e += blockDim.x) sacc[e] = 0;
+                __syncthreads();
+                if (need) {
+                    if (fresh) {
+                        add_point(p, sacc, bl, a0, a1, (i64)w, i, xr);
+                    } else {
+                        add_point(p, sacc, old, a0, a1, -(i64)w, i, xr);
+                        add_point(p, sacc, bl, a0, a1, (i64)w, i, xr);
+                    }
+                }
+                __syncthreads();
+                flush(sacc, (a1 - a0) * (1 + dim), (u64*)p.acc + (size_t)a0 * (1 + dim));
+            }
+        }
+    }
+    __syncthreads();
+    if (single) flush(sacc, slots, (u64*)p.acc);
+    block_scalars(p, inertia, movedw, 0, red);
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_generic_f32(const Params p) {
+    generic_body<float>(p, 3.0e38f);
+}
+extern "C" __global__ void __launch_bounds__(256) kq_generic_i64(const Params p) {
+    generic_body<i64>(p, (i64)0x7fffffffffffffffLL);
+}
+
+// ------------------------------------------------------ colour dedup, remap
+//
+// Exact deduplication of packed 0xRRGGBB pixels with a count table over all
+// 2^24 colours: histogram (one global atomic per pixel, on the table), an
+// exclusive scan of "count > 0" in 4096 blocks of 4096 colours, compaction
+// of the sorted unique colours and their counts, and the table turned into
+// each colour's rank so that every pixel finds its index with one load.
+
+struct DedupParams {
+    u64 px;      // u32 per pixel: 0xRRGGBB in, unique-colour index out
+    u64 table;   // u32 [2^24]
+    u64 colors;  // u32 [unique]
+    u64 counts;  // u32 [unique]
+    u64 bsum;    // u32 [4096] block totals, then offsets
+    u64 scal;    // u32 [1]: number of unique colours
+    u64 labels;  // remap: u32 label per unique colour
+    u64 out;     // remap: u32 label per pixel
+    int n, pad0;
+};
+
+static_assert(sizeof(DedupParams) == 72, "DedupParams layout");
+
+extern "C" __global__ void __launch_bounds__(256) kq_dd_hist(const DedupParams p) {
+    const u32* px = (const u32*)p.px;
+    u32* table = (u32*)p.table;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x)
+        atomicAdd(table + (px[i] & 0xFFFFFFu), 1u);
+}
+
+// block_scan returns the exclusive prefix of v over the block (256 threads)
+// and the block total in *total.
+__device__ __forceinline__ u32 block_scan(u32 v, u32* total) {
+    __shared__ u32 ws[8];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u32 x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) ws[warp] = x;
+    __syncthreads();
+    u32 pre = 0, tot = 0;
+    for (int w = 0; w < 8; w++) {
+        u32 t = ws[w];
+        if (w < warp) pre += t;
+        tot += t;
+    }
+    __syncthreads();
+    *total = tot;
+    return pre + x - v;
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_dd_scan1(const DedupParams p) {
+    const uint4* t4 = (const uint4*)p.table + (size_t)blockIdx.x * 1024 + threadIdx.x * 4;
+    u32 c = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        uint4 v = t4[j];
+        c += (v.x != 0) + (v.y != 0) + (v.z != 0) + (v.w != 0);
+    }
+    u32 tot;
+    block_scan(c, &tot);
+    if (threadIdx.x == 0) ((u32*)p.bsum)[blockIdx.x] = tot;
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_dd_scan2(const DedupParams p) {
+    u32* b = (u32*)p.bsum;  // 4096 entries, 16 per thread
+    u32 v[16], c = 0;
+#pragma unroll
+    for (int j = 0; j < 16; j++) v[j] = b[threadIdx.x * 16 + j], c += v[j];
+    u32 tot;
+    u32 pre = block_scan(c, &tot);
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        u32 t = v[j];
+        b[threadIdx.x * 16 + j] = pre;
+        pre += t;
+    }
+    if (threadIdx.x == 0) ((u32*)p.scal)[0] = tot;
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_dd_scan3(const DedupParams p) {
+    const u32 first = (u32)blockIdx.x * 4096 + threadIdx.x * 16;
+    uint4* t4 = (uint4*)p.table + (first >> 2);
+    u32 v[16], c = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        uint4 x = t4[j];
+        v[4 * j] = x.x, v[4 * j + 1] = x.y, v[4 * j + 2] = x.z, v[4 * j + 3] = x.w;
+    }
+#pragma unroll
+    for (int j = 0; j < 16; j++) c += v[j] != 0;
+    u32 tot;
+    u32 rank = ((const u32*)p.bsum)[blockIdx.x] + block_scan(c, &tot);
+    u32* colors = (u32*)p.colors;
+    u32* counts = (u32*)p.counts;
+    u32 out[16];
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        out[j] = rank;
+        if (v[j]) {
+            colors[rank] = first + j;
+            counts[rank] = v[j];
+            rank++;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++) t4[j] = make_uint4(out[4 * j], out[4 * j + 1], out[4 * j + 2], out[4 * j + 3]);
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_dd_index(const DedupParams p) {
+    u32* px = (u32*)p.px;
+    const u32* table = (const u32*)p.table;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x)
+        px[i] = table[px[i] & 0xFFFFFFu];
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_remap(const DedupParams p) {
+    const u32* idx = (const u32*)p.px;
+    const u32* lab = (const u32*)p.labels;
+    u32* out = (u32*)p.out;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x)
+        out[i] = lab[idx[i]];
+}
+
+// ------------------------------------------------------- k-means++ seeding
+//
+// The host keeps the random draws (so the choices are the engine's own);
+// the device keeps, for every point, D = its squared distance to the
+// nearest centroid so far, and per block of PP_CHUNK points the sum of
+// w·D with their inclusive prefix, which locates a draw r < pot (the
+// first point whose inclusive prefix of w·D exceeds r) with one binary
+// search over blocks and one scan inside a block. All sums are exact
+// 64-bit integers, so every choice equals the engine's host k-means++.
+
+#define PP_CHUNK 2048
+#define PP_MAXT 32
+
+struct PPParams {
+    u64 pts, weights;
+    u64 D;      // u32 per point
+    u64 bsum;   // u64 per block: Σ w·D
+    u64 bpre;   // u64 per block: inclusive prefix of bsum
+    u64 rs;     // u64 [T]: draws
+    u64 cand;   // int [T]: the points drawn
+    u64 gains;  // u64 [T]
+    u64 out;    // u64 [2]: chosen point, potential
+    u64 cent;   // float4 [k] centred centroids (start)
+    int n, fmt, dim, T;
+    int k, nblocks, mode, pad0;  // mode (start): 0 = D from cent, 1 = D = 1
+    float g[4], off[4];
+};
+
+static_assert(sizeof(PPParams) == 80 + 32 + 32, "PPParams layout");
+
+__device__ __forceinline__ void pp_point(const PPParams& p, int i, float x[4]) {
+    if (p.fmt == FMT_P8) {
+        const u32 w = __ldg((const u32*)p.pts + i);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float f = __uint_as_float(__byte_perm(w, 0x4B000000u, j | 0x7540));
+            x[j] = fmaf(f - 8388608.0f, p.g[j], p.off[j]);
+        }
+    } else {
+        const uint2 w = __ldg((const uint2*)p.pts + i);
+        x[0] = half_lo(w.x), x[1] = half_hi(w.x), x[2] = half_lo(w.y), x[3] = half_hi(w.y);
+    }
+}
+
+__device__ __forceinline__ u32 pp_dist(const float x[4], const float y[4]) {
+    const float e0 = x[0] - y[0], e1 = x[1] - y[1], e2 = x[2] - y[2], e3 = x[3] - y[3];
+    return (u32)fmaf(e3, e3, fmaf(e2, e2, fmaf(e1, e1, e0 * e0)));
+}
+
+__device__ __forceinline__ u64 block_sum_u64(u64 v) {
+    __shared__ u64 ws[8];
+    v = warp_sum_u64(v);
+    if ((threadIdx.x & 31) == 0) ws[threadIdx.x >> 5] = v;
+    __syncthreads();
+    u64 t = 0;
+    for (int w = 0; w < (int)(blockDim.x >> 5); w++) t += ws[w];
+    __syncthreads();
+    return t;
+}
+
+// kq_pp_start sets D from the centroids (or to 1) and the block sums.
+extern "C" __global__ void __launch_bounds__(256) kq_pp_start(const PPParams p) {
+    const int lo = blockIdx.x * PP_CHUNK, hi = min(p.n, lo + PP_CHUNK);
+    const float4* cent = (const float4*)p.cent;
+    const u32* W = (const u32*)p.weights;
+    u32* D = (u32*)p.D;
+    u64 s = 0;
+    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        u32 d = 1;
+        if (p.mode == 0) {
+            float x[4];
+            pp_point(p, i, x);
+            d = 0xffffffffu;
+            for (int c = 0; c < p.k; c++) {
+                const float4 cc = __ldg(cent + c);
+                const float y[4] = {cc.x, cc.y, cc.z, cc.w};
+                d = min(d, pp_dist(x, y));
+            }
+        }
+        D[i] = d;
+        s += (u64)(W ? W[i] : 1u) * d;
+    }
+    s = block_sum_u64(s);
+    if (threadIdx.x == 0) ((u64*)p.bsum)[blockIdx.x] = s;
+}
+
+// kq_pp_scan (one block) turns the block sums into inclusive prefixes and
+// writes the potential to out[1].
+extern "C" __global__ void __launch_bounds__(1024) kq_pp_scan(const PPParams p) {
+    __shared__ u64 ws[32];
+    const u64* b = (const u64*)p.bsum;
+    u64* pre = (u64*)p.bpre;
+    const int per = (p.nblocks + blockDim.x - 1) / blockDim.x;
+    const int lo = threadIdx.x * per, hi = min(p.nblocks, lo + per);
+    u64 s = 0;
+    for (int i = lo; i < hi; i++) s += b[i];
+    // exclusive scan of s over the block
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u64 x = s;
+    for (int o = 1; o < 32; o <<= 1) {
+        u64 y = shfl_u64(x, max(lane - o, 0));
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) ws[warp] = x;
+    __syncthreads();
+    u64 base = 0;
+    for (int w = 0; w < warp; w++) base += ws[w];
+    u64 run = base + x - s;
+    for (int i = lo; i < hi; i++) {
+        run += b[i];
+        pre[i] = run;
+    }
+    if (hi == p.nblocks && lo < hi) ((u64*)p.out)[1] = run;
+    if (p.nblocks == 0 && threadIdx.x == 0) ((u64*)p.out)[1] = 0;
+}
+
+// kq_pp_sample (one block, one warp per draw) finds the point of each draw.
+extern "C" __global__ void __launch_bounds__(1024) kq_pp_sample(const PPParams p) {
+    const int t = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (t >= p.T) return;
+    const u64 r = ((const u64*)p.rs)[t];
+    const u64* pre = (const u64*)p.bpre;
+    // first block whose inclusive prefix exceeds r
+    int a = 0, z = p.nblocks - 1;
+    while (a < z) {
+        const int m = (a + z) >> 1;
+        if (pre[m] > r)
+            z = m;
+        else
+            a = m + 1;
+    }
+    u64 rem = r - (a > 0 ? pre[a - 1] : 0);
+    const u32* W = (const u32*)p.weights;
+    const u32* D = (const u32*)p.D;
+    const int lo = a * PP_CHUNK, hi = min(p.n, lo + PP_CHUNK);
+    int found = hi - 1;
+    for (int i0 = lo; i0 < hi; i0 += 32) {
+        const int i = i0 + lane;
+        const u64 v = i < hi ? (u64)(W ? W[i] : 1u) * D[i] : 0;
+        u64 x = v;
+        for (int o = 1; o < 32; o <<= 1) {
+            u64 y = shfl_u64(x, max(lane - o, 0));
+            if (lane >= o) x += y;
+        }
+        const u32 hit = __ballot_sync(0xffffffffu, x > rem);
+        if (hit) {
+            found = i0 + __ffs(hit) - 1;
+            break;
+        }
+        rem -= shfl_u64(x, 31);
+    }
+    if (lane == 0) ((int*)p.cand)[t] = found;
+}
+
+// kq_pp_gains adds, per draw t, Σ w·(D − d(x, y_t)) over points nearer to
+// y_t than D (one atomic per block and draw).
+extern "C" __global__ void __launch_bounds__(256) kq_pp_gains(const PPParams p) {
+    __shared__ float ys[PP_MAXT][4];
+    __shared__ u64 part[8][PP_MAXT];
+    if (threadIdx.x < p.T) {
+        float y[4];
+        pp_point(p, ((const int*)p.cand)[threadIdx.x], y);
+        for (int j = 0; j < 4; j++) ys[threadIdx.x][j] = y[j];
+    }
+    __syncthreads();
+    const int lo = blockIdx.x * PP_CHUNK, hi = min(p.n, lo + PP_CHUNK);
+    const u32* W = (const u32*)p.weights;
+    const u32* D = (const u32*)p.D;
+    u64 acc[PP_MAXT];
+#pragma unroll
+    for (int t = 0; t < PP_MAXT; t++) acc[t] = 0;
+    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        float x[4];
+        pp_point(p, i, x);
+        const u32 di = D[i];
+        const u64 w = W ? W[i] : 1u;
+#pragma unroll
+        for (int t = 0; t < PP_MAXT; t++) {
+            if (t < p.T) {
+                const u32 d = pp_dist(x, ys[t]);
+                if (d < di) acc[t] += w * (di - d);
+            }
+        }
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int t = 0; t < PP_MAXT; t++) {
+        if (t < p.T) {
+            u64 v = warp_sum_u64(acc[t]);
+            if (lane == 0) part[warp][t] = v;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < p.T) {
+        u64 s = 0;
+        for (int w = 0; w < (int)(blockDim.x >> 5); w++) s += part[w][threadIdx.x];
+        if (s) atomicAdd((u64*)p.gains + threadIdx.x, s);
+    }
+}
+
+// kq_pp_add makes the draw of largest gain (the first of equal ones) a
+// centroid: D = min(D, d(x, y)), and the block sums again.
+extern "C" __global__ void __launch_bounds__(256) kq_pp_add(const PPParams p) {
+    __shared__ float y[4];
+    if (threadIdx.x == 0) {
+        const u64* gains = (const u64*)p.gains;
+        int best = 0;
+        for (int t = 1; t < p.T; t++)
+            if (gains[t] > gains[best]) best = t;
+        const int c = ((const int*)p.cand)[best];
+        float v[4];
+        pp_point(p, c, v);
+        for (int j = 0; j < 4; j++) y[j] = v[j];
+        if (blockIdx.x == 0) ((u64*)p.out)[0] = (u64)c;
+    }
+    __syncthreads();
+    const float yy[4] = {y[0], y[1], y[2], y[3]};
+    const int lo = blockIdx.x * PP_CHUNK, hi = min(p.n, lo + PP_CHUNK);
+    const u32* W = (const u32*)p.weights;
+    u32* D = (u32*)p.D;
+    u64 s = 0;
+    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        float x[4];
+        pp_point(p, i, x);
+        u32 di = D[i];
+        const u32 d = pp_dist(x, yy);
+        if (d < di) D[i] = di = d;
+        s += (u64)(W ? W[i] : 1u) * di;
+    }
+    s = block_sum_u64(s);
+    if (threadIdx.x == 0) ((u64*)p.bsum)[blockIdx.x] = s;
+}

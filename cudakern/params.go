@@ -1,0 +1,352 @@
+package cudakern
+
+import (
+	"math"
+	"math/bits"
+	"unsafe"
+
+	"github.com/kquant/kquant/kmeans"
+)
+
+// kparams mirrors struct Params of kernels.cu, field for field (the .cu
+// static_asserts the same offsets as TestParamsLayout).
+type kparams struct {
+	Pts, Weights, Labels, Frag, Cent, Acc, Scal uint64
+	N, Npad, K, Kpad                            int32
+	Dim, S, Chunk, Flags                        int32
+	Fmt, Label32, AccSlots, Pad0                int32
+	G, Off                                      [4]float32
+	HalfG, HalfOff, Sel                         [4]uint32
+}
+
+const paramsSize = int(unsafe.Sizeof(kparams{}))
+
+// Params.flags and Params.fmt, as in kernels.cu.
+const (
+	flagAllMoved  = 1
+	flagFreshAcc  = 2
+	flagAcc32     = 4
+	flagAggregate = 8
+
+	fmtP8  = 0
+	fmtP16 = 1
+	fmtI32 = 2
+)
+
+// Limits of the fast (tensor-core) kernel.
+const (
+	fastMaxDim   = 4
+	fastChunk    = 1024 // centroids per index chunk: keys hold 10 index bits
+	padMultiple  = 64   // points are padded to a multiple of this
+	exactF32     = 1 << 24
+	normPieceMax = 1 << 22 // |x|^2 and |c|^2 are split into two fp16 pieces lo + 2048·hi
+)
+
+// fastRadius returns the largest R such that coordinates within R of the
+// centre keep every term of the tensor-core distance exact: the magnitudes
+// of |x|^2, 2|x·c| and |c|^2 add up to at most 4·dim·R² < 2^24, and R ≤ 2047
+// so that -2c is an fp16 integer.
+func fastRadius(dim int) int64 {
+	if dim < 1 || dim > fastMaxDim {
+		return -1
+	}
+	r := int64(math.Sqrt(float64(exactF32-1) / float64(4*dim)))
+	for 4*int64(dim)*r*r >= exactF32 {
+		r--
+	}
+	for 4*int64(dim)*(r+1)*(r+1) < exactF32 {
+		r++
+	}
+	return min(r, 2047)
+}
+
+// halfBits returns the fp16 encoding of the integer v and whether it is
+// exact.
+func halfBits(v int64) (uint16, bool) {
+	if v == 0 {
+		return 0, true
+	}
+	var sign uint16
+	if v < 0 {
+		sign, v = 0x8000, -v
+	}
+	if v > 65504 {
+		return 0, false
+	}
+	e := bits.Len64(uint64(v)) - 1 // 2^e ≤ v < 2^(e+1)
+	if e > 10 && v&(1<<(e-10)-1) != 0 {
+		return 0, false // needs more than 11 significant bits
+	}
+	var mant uint64
+	if e >= 10 {
+		mant = uint64(v) >> (e - 10)
+	} else {
+		mant = uint64(v) << (10 - e)
+	}
+	return sign | uint16(e+15)<<10 | uint16(mant&0x3ff), true
+}
+
+func half2(lo, hi uint16) uint32 { return uint32(lo) | uint32(hi)<<16 }
+
+// mustHalf is halfBits for values the caller has proved exact.
+func mustHalf(v int64) uint16 {
+	h, ok := halfBits(v)
+	if !ok {
+		panic("cudakern: value not exact in fp16")
+	}
+	return h
+}
+
+// layout is how a session stores its points on the device.
+type layout struct {
+	dim    int
+	n      int
+	npad   int
+	center []int64 // per axis; every coordinate is stored relative to it
+	lo, hi []int64 // bounds of the points
+
+	fast   bool  // the tensor-core kernel can take these points
+	radius int64 // fastRadius(dim)
+	fmt    int   // fmtP8 or fmtP16 when fast, else fmtI32
+	g, off [4]int64
+}
+
+// planLayout chooses the storage of pts.
+func planLayout(pts *kmeans.Points) layout {
+	dim, n := pts.Dim, pts.Len()
+	L := layout{dim: dim, n: n, npad: (n + padMultiple - 1) / padMultiple * padMultiple, fmt: fmtI32}
+	L.lo, L.hi, L.center = make([]int64, dim), make([]int64, dim), make([]int64, dim)
+	if n == 0 {
+		return L
+	}
+	lo, hi := pts.Bounds()
+	var rp int64
+	for j := range dim {
+		L.lo[j], L.hi[j] = int64(lo[j]), int64(hi[j])
+		L.center[j] = L.lo[j] + (L.hi[j]-L.lo[j])/2
+		rp = max(rp, L.hi[j]-L.center[j], L.center[j]-L.lo[j])
+	}
+	L.radius = fastRadius(dim)
+	if L.radius < 0 || rp > L.radius || n > math.MaxInt32-padMultiple {
+		return L
+	}
+	L.fast = true
+	L.fmt = fmtP8
+	var g [4]uint64
+	for i := 0; i < len(pts.Coords); i += dim {
+		for j := range dim {
+			g[j] = gcd(g[j], uint64(int64(pts.Coords[i+j])-L.lo[j]))
+		}
+	}
+	for j := range dim {
+		if g[j] == 0 {
+			g[j] = 1
+		}
+		L.g[j] = int64(g[j])
+		L.off[j] = L.lo[j] - L.center[j]
+		_, okg := halfBits(L.g[j])
+		if (L.hi[j]-L.lo[j])/L.g[j] > 255 || !okg {
+			L.fmt = fmtP16
+		}
+	}
+	if L.fmt == fmtP16 {
+		L.g, L.off = [4]int64{}, [4]int64{}
+	}
+	return L
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// pack returns the points in the layout's device format, padded to npad
+// points with zeros.
+func (L *layout) pack(pts *kmeans.Points) []uint32 {
+	dim, n := L.dim, L.n
+	switch L.fmt {
+	case fmtP8:
+		out := make([]uint32, L.npad)
+		parallelRange(n, func(a, b int) {
+			for i := a; i < b; i++ {
+				var w uint32
+				for j := range dim {
+					q := (int64(pts.Coords[i*dim+j]) - L.lo[j]) / L.g[j]
+					w |= uint32(q) << (8 * j)
+				}
+				out[i] = w
+			}
+		})
+		return out
+	case fmtP16:
+		out := make([]uint32, 2*L.npad)
+		parallelRange(n, func(a, b int) {
+			for i := a; i < b; i++ {
+				var h [4]uint16
+				for j := range dim {
+					h[j] = mustHalf(int64(pts.Coords[i*dim+j]) - L.center[j])
+				}
+				out[2*i] = half2(h[0], h[1])
+				out[2*i+1] = half2(h[2], h[3])
+			}
+		})
+		return out
+	default:
+		return L.packI32(pts)
+	}
+}
+
+// packI32 returns the centred coordinates as int32, column-major (the
+// generic kernel's format).
+func (L *layout) packI32(pts *kmeans.Points) []uint32 {
+	dim, n, np := L.dim, L.n, L.npad
+	out := make([]uint32, dim*np)
+	parallelRange(n, func(a, b int) {
+		for i := a; i < b; i++ {
+			for j := range dim {
+				out[j*np+i] = uint32(int32(int64(pts.Coords[i*dim+j]) - L.center[j]))
+			}
+		}
+	})
+	return out
+}
+
+// fastParams fills the decode fields of p for the fast kernel.
+func (L *layout) fastParams(p *kparams) {
+	// K slots of A: x0 x1 | x2 x3 | |x|² lo, hi | 1, 2048.
+	// Lane q = 2 gets its slots from the kernel (the norm pieces).
+	p.HalfOff[3] = half2(mustHalf(1), mustHalf(2048))
+	for j := range L.dim {
+		p.G[j] = float32(L.g[j])
+		p.Off[j] = float32(L.off[j])
+	}
+	if L.fmt == fmtP8 {
+		for q := range 2 {
+			var hg, ho [2]uint16
+			for h := range 2 {
+				j := 2*q + h
+				if j < L.dim {
+					hg[h], ho[h] = mustHalf(L.g[j]), mustHalf(L.off[j])
+				}
+			}
+			p.HalfG[q] = half2(hg[0], hg[1])
+			p.HalfOff[q] = half2(ho[0], ho[1])
+		}
+		// prmt selectors: bytes 2q, 2q+1 under 0x64 (fp16 1024 + byte).
+		p.Sel = [4]uint32{0x4140, 0x4342, 0x4444, 0x4444}
+	}
+}
+
+// fastFits reports whether centroids (k·dim, uncentred) lie within the
+// fast kernel's radius of the centre.
+func (L *layout) fastFits(centroids []int32) bool {
+	if !L.fast {
+		return false
+	}
+	for i, v := range centroids {
+		d := int64(v) - L.center[i%L.dim]
+		if d > L.radius || -d > L.radius {
+			return false
+		}
+	}
+	return true
+}
+
+// exactFloat reports whether every distance between a point and one of
+// centroids is exact in float32: dim·maxspan² < 2^24.
+func (L *layout) exactFloat(centroids []int32) bool {
+	var s float64
+	for j := range L.dim {
+		lo, hi := L.lo[j], L.hi[j]
+		for i := j; i < len(centroids); i += L.dim {
+			lo, hi = min(lo, int64(centroids[i])), max(hi, int64(centroids[i]))
+		}
+		span := float64(hi - lo)
+		s += span * span
+	}
+	return s < exactF32
+}
+
+// indexBits returns s, the bits of the centroid index folded into a key,
+// and the chunk of centroids those bits cover.
+func indexBits(kpad int) (s, chunk int) {
+	chunk = min(kpad, fastChunk)
+	s = bits.Len(uint(chunk - 1))
+	return max(s, 3), chunk
+}
+
+// fragments writes the B fragments of the fast kernel for centroids
+// (uncentred, k·dim) to frag (kpad/8 tiles × 32 lanes) and their centred
+// coordinates to cent (k·4 float32).
+func (L *layout) fragments(centroids []int32, kpad int, frag []uint32, cent []float32) {
+	dim := L.dim
+	k := len(centroids) / dim
+	one, h2048 := mustHalf(1), mustHalf(2048)
+	for t := range kpad / 8 {
+		for lane := range 32 {
+			r, q := lane>>2, lane&3
+			c := 8*t + r
+			var v uint32
+			if c >= k {
+				// padding: at |c|² = 2^22 - 1 from every point, never chosen
+				switch q {
+				case 2:
+					v = half2(one, h2048)
+				case 3:
+					v = half2(mustHalf(2047), mustHalf(2047))
+				}
+				frag[t*32+lane] = v
+				continue
+			}
+			var x [4]int64
+			var norm int64
+			for j := range dim {
+				x[j] = int64(centroids[c*dim+j]) - L.center[j]
+				norm += x[j] * x[j]
+			}
+			switch q {
+			case 0:
+				v = half2(mustHalf(-2*x[0]), mustHalf(-2*x[1]))
+			case 1:
+				v = half2(mustHalf(-2*x[2]), mustHalf(-2*x[3]))
+			case 2:
+				v = half2(one, h2048)
+			case 3:
+				v = half2(mustHalf(norm%2048), mustHalf(norm/2048))
+			}
+			frag[t*32+lane] = v
+		}
+	}
+	for c := range k {
+		for j := range 4 {
+			var x int64
+			if j < dim {
+				x = int64(centroids[c*dim+j]) - L.center[j]
+			}
+			cent[4*c+j] = float32(x)
+		}
+	}
+}
+
+// parallelRange runs f over [0, n) in a few pieces on separate goroutines.
+func parallelRange(n int, f func(a, b int)) {
+	const piece = 1 << 16
+	if n <= piece {
+		f(0, n)
+		return
+	}
+	workers := min(maxProcs(), (n+piece-1)/piece)
+	done := make(chan struct{}, workers)
+	step := (n + workers - 1) / workers
+	for w := range workers {
+		go func(a int) {
+			f(a, min(n, a+step))
+			done <- struct{}{}
+		}(w * step)
+	}
+	for range workers {
+		<-done
+	}
+}

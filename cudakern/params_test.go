@@ -1,0 +1,345 @@
+package cudakern
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/kquant/kquant/kmeans"
+)
+
+// TestParamsLayout pins the Go mirror of struct Params to the offsets that
+// kernels.cu static_asserts.
+func TestParamsLayout(t *testing.T) {
+	var p kparams
+	if got := unsafe.Sizeof(p); got != 184 {
+		t.Errorf("sizeof = %d, want 184", got)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"N", unsafe.Offsetof(p.N), 56},
+		{"Dim", unsafe.Offsetof(p.Dim), 72},
+		{"Fmt", unsafe.Offsetof(p.Fmt), 88},
+		{"G", unsafe.Offsetof(p.G), 104},
+		{"Off", unsafe.Offsetof(p.Off), 120},
+		{"HalfG", unsafe.Offsetof(p.HalfG), 136},
+		{"HalfOff", unsafe.Offsetof(p.HalfOff), 152},
+		{"Sel", unsafe.Offsetof(p.Sel), 168},
+	} {
+		if c.got != c.want {
+			t.Errorf("offset of %s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	if paramsSize > upHeader {
+		t.Errorf("params (%d bytes) overflow the %d-byte header", paramsSize, upHeader)
+	}
+	var d dedupParams
+	if unsafe.Sizeof(d) != 72 || unsafe.Offsetof(d.N) != 64 {
+		t.Errorf("dedupParams: size %d, N at %d; want 72, 64", unsafe.Sizeof(d), unsafe.Offsetof(d.N))
+	}
+}
+
+// halfValue decodes an fp16 bit pattern.
+func halfValue(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	e := int(h>>10) & 31
+	m := float64(h & 0x3ff)
+	if e == 0 {
+		return sign * m * math.Pow(2, -24)
+	}
+	return sign * (1 + m/1024) * math.Pow(2, float64(e-15))
+}
+
+func TestHalfBits(t *testing.T) {
+	for v := int64(-70000); v <= 70000; v++ {
+		h, ok := halfBits(v)
+		exact := false
+		if math.Abs(float64(v)) <= 65504 {
+			// exact iff v has at most 11 significant bits
+			a := v
+			if a < 0 {
+				a = -a
+			}
+			for a >= 2048 && a%2 == 0 {
+				a /= 2
+			}
+			exact = a < 2048
+		}
+		if ok != exact {
+			t.Fatalf("halfBits(%d): ok = %v, want %v", v, ok, exact)
+		}
+		if ok && halfValue(h) != float64(v) {
+			t.Fatalf("halfBits(%d) = %#x = %v", v, h, halfValue(h))
+		}
+	}
+}
+
+func TestFastRadius(t *testing.T) {
+	for dim := 1; dim <= fastMaxDim; dim++ {
+		r := fastRadius(dim)
+		if r > 2047 || 4*int64(dim)*r*r >= 1<<24 {
+			t.Errorf("dim %d: radius %d too large", dim, r)
+		}
+		if r < 2047 && 4*int64(dim)*(r+1)*(r+1) < 1<<24 {
+			t.Errorf("dim %d: radius %d not the largest", dim, r)
+		}
+		// Scale 8 colours: RGB spans 2040, so a radius of 1020 is needed.
+		if dim <= 4 && r < 1020 {
+			t.Errorf("dim %d: radius %d cannot hold colours", dim, r)
+		}
+	}
+	if fastRadius(5) >= 0 {
+		t.Error("fastRadius(5) should refuse")
+	}
+}
+
+func randomColours(rng *rand.Rand, n int) *kmeans.Points {
+	p := &kmeans.Points{Dim: 3, Coords: make([]int32, 3*n)}
+	for i := range p.Coords {
+		p.Coords[i] = int32(rng.IntN(256) * kmeans.Scale)
+	}
+	return p
+}
+
+func TestPlanLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	rgb := randomColours(rng, 1000)
+	if L := planLayout(rgb); !L.fast || L.fmt != fmtP8 || L.g[0] != 8 {
+		t.Errorf("RGB colours: fast %v fmt %d g %v; want P8 with g = 8", L.fast, L.fmt, L.g)
+	}
+	lab := &kmeans.Points{Dim: 3, Coords: make([]int32, 3000)}
+	for i := range lab.Coords {
+		lab.Coords[i] = int32(rng.IntN(1600) - 800)
+	}
+	if L := planLayout(lab); !L.fast || L.fmt != fmtP16 {
+		t.Errorf("Lab-like points: fast %v fmt %d; want P16", L.fast, L.fmt)
+	}
+	wide := &kmeans.Points{Dim: 3, Coords: []int32{0, 0, 0, 5000, 0, 0}}
+	if L := planLayout(wide); L.fast {
+		t.Error("a span of 5000 must not take the fast kernel")
+	}
+	five := &kmeans.Points{Dim: 5, Coords: make([]int32, 50)}
+	if L := planLayout(five); L.fast {
+		t.Error("dimension 5 must not take the fast kernel")
+	}
+}
+
+// TestFragmentsEmulated decodes the A slots (from the packed points, as
+// the kernel does) and the B fragments, and checks that their dot product
+// is the exact squared distance and that every partial sum stays < 2^24.
+func TestFragmentsEmulated(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range selfTestCases() {
+		pts := tc.pts
+		L := planLayout(pts)
+		if !L.fast {
+			t.Fatalf("%s: not fast", tc.name)
+		}
+		data := L.pack(pts)
+		var p kparams
+		L.fastParams(&p)
+		for _, cent := range tc.cent {
+			k := len(cent) / L.dim
+			kpad := (k + 7) / 8 * 8
+			frag := make([]uint32, 4*kpad)
+			cf := make([]float32, 4*k)
+			L.fragments(cent, kpad, frag, cf)
+			for trial := 0; trial < 200; trial++ {
+				i := rng.IntN(L.n)
+				a := pointSlots(&L, &p, data, i)
+				for c := range kpad {
+					var bs [8]float64
+					t0, r := c/8, c%8
+					for q := range 4 {
+						w := frag[t0*32+4*r+q]
+						bs[2*q], bs[2*q+1] = halfValue(uint16(w)), halfValue(uint16(w>>16))
+					}
+					var d, mag float64
+					for s := range 8 {
+						d += a[s] * bs[s]
+						mag += math.Abs(a[s] * bs[s])
+					}
+					if mag >= 1<<24 {
+						t.Fatalf("%s: terms add up to %v ≥ 2^24", tc.name, mag)
+					}
+					if c >= k {
+						if d < 1<<22-1 {
+							t.Fatalf("%s: padding centroid at distance %v", tc.name, d)
+						}
+						continue
+					}
+					want := kmeans.Dist(pts.At(i), cent[c*L.dim:(c+1)*L.dim])
+					if d != float64(want) {
+						t.Fatalf("%s: point %d centroid %d: emulated %v, want %d", tc.name, i, c, d, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// pointSlots returns the 8 K-slot values of point i's row of A, decoded
+// from the packed data the way the kernel decodes them.
+func pointSlots(L *layout, p *kparams, data []uint32, i int) [8]float64 {
+	var x [4]float64
+	switch L.fmt {
+	case fmtP8:
+		w := data[i]
+		for j := range 4 {
+			// lanes 0 and 1: (byte - 1024 + 1024)·g + off in fp16
+			hg := uint16(p.HalfG[j/2] >> (16 * (j % 2)))
+			ho := uint16(p.HalfOff[j/2] >> (16 * (j % 2)))
+			x[j] = float64(w>>(8*j)&255)*halfValue(hg) + halfValue(ho)
+		}
+	case fmtP16:
+		for j := range 4 {
+			x[j] = halfValue(uint16(data[2*i+j/2] >> (16 * (j % 2))))
+		}
+	}
+	n := x[0]*x[0] + x[1]*x[1] + x[2]*x[2] + x[3]*x[3]
+	nl := float64(int64(n) % 2048)
+	nh := float64(int64(n) / 2048)
+	return [8]float64{x[0], x[1], x[2], x[3], nl, nh,
+		halfValue(uint16(p.HalfOff[3])), halfValue(uint16(p.HalfOff[3] >> 16))}
+}
+
+func TestIndexBits(t *testing.T) {
+	for _, c := range []struct{ kpad, s, chunk int }{{8, 3, 8}, {16, 4, 16}, {24, 5, 24}, {256, 8, 256}, {1000, 10, 1000}, {1024, 10, 1024}, {4096, 10, 1024}} {
+		s, chunk := indexBits(c.kpad)
+		if s != c.s || chunk != c.chunk {
+			t.Errorf("indexBits(%d) = %d, %d; want %d, %d", c.kpad, s, chunk, c.s, c.chunk)
+		}
+	}
+}
+
+// TestFatbinMatchesSources fails when kernels.cu or gen.go changed after
+// kernels.fatbin was built (go generate records their SHA-256).
+func TestFatbinMatchesSources(t *testing.T) {
+	f, err := os.Open("kernels.fatbin.sha256")
+	if err != nil {
+		t.Fatalf("no record of the fatbin's sources: %v (run go generate ./cudakern with nvcc 13)", err)
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 2 {
+			continue
+		}
+		name := strings.TrimPrefix(fields[1], "*")
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		if hex.EncodeToString(sum[:]) != fields[0] {
+			t.Errorf("%s changed since kernels.fatbin was built: run go generate ./cudakern (nvcc 13) or scripts/gpu-check.sh", name)
+		}
+		seen[name] = true
+	}
+	for _, name := range []string{"kernels.cu", "gen.go"} {
+		if !seen[name] {
+			t.Errorf("kernels.fatbin.sha256 does not cover %s", name)
+		}
+	}
+	data, err := fatbin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 16 || binary.LittleEndian.Uint32(data) != 0xBA55ED50 {
+		t.Errorf("kernels.fatbin (%d bytes) is not a fatbin", len(data))
+	}
+}
+
+// TestNoDriver runs this test binary again with a driver library that does
+// not exist and checks that every entry point says CUDA is unavailable.
+func TestNoDriver(t *testing.T) {
+	if os.Getenv("KQUANT_NODRIVER_CHILD") == "1" {
+		_, err := Devices()
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no CUDA driver") {
+			t.Fatalf("Devices: %v", err)
+		}
+		if _, err := New(0); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("New: %v", err)
+		}
+		if _, err := DriverVersion(); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("DriverVersion: %v", err)
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNoDriver$", "-test.v")
+	cmd.Env = append(os.Environ(), "KQUANT_NODRIVER_CHILD=1", "KQUANT_LIBCUDA=/nonexistent/libcuda.so.1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	e := &Error{Call: "cuMemAlloc_v2", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY", Msg: "out of memory"}
+	if got, want := e.Error(), "cuda: cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if !isOOM(e) {
+		t.Error("isOOM")
+	}
+	e = &Error{Call: "cuInit", Code: 999}
+	if got, want := e.Error(), "cuda: cuInit: error 999"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
+
+func TestUniqueRGB(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	px := make([]uint32, 20000)
+	for i := range px {
+		px[i] = uint32(rng.IntN(300))*0x010101 + uint32(rng.IntN(4))<<24
+	}
+	colors, counts, index := UniqueRGB(px)
+	seen := map[uint32]uint32{}
+	for _, p := range px {
+		seen[p&0xFFFFFF]++
+	}
+	if len(colors) != len(seen) {
+		t.Fatalf("%d colours, want %d", len(colors), len(seen))
+	}
+	for i, c := range colors {
+		if i > 0 && colors[i-1] >= c {
+			t.Fatal("colours not increasing")
+		}
+		if counts[i] != seen[c] {
+			t.Fatalf("count of %06x = %d, want %d", c, counts[i], seen[c])
+		}
+	}
+	for i, p := range px {
+		if colors[index[i]] != p&0xFFFFFF {
+			t.Fatalf("pixel %d: index %d", i, index[i])
+		}
+	}
+	labels := make([]int32, len(colors))
+	for i := range labels {
+		labels[i] = int32(i % 7)
+	}
+	dst := make([]int32, len(px))
+	RemapLabels(dst, index, labels)
+	for i := range px {
+		if dst[i] != labels[index[i]] {
+			t.Fatal("RemapLabels")
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package cudakern
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/kquant/kquant/kmeans"
+)
+
+// selfTest runs the tensor-core kernel on points and centroids at the edges
+// of its exact range and compares every statistic and label with the CPU
+// backend. It returns an error when they differ, which disables the
+// tensor-core kernel on this device (the exact kernel is used instead).
+func (b *Backend) selfTest() error {
+	for _, tc := range selfTestCases() {
+		if err := b.compareWithCPU(tc.pts, tc.cent); err != nil {
+			return fmt.Errorf("cudakern: the tensor-core kernel failed its self-test on %s (%s): %w",
+				b.dev.Name, tc.name, err)
+		}
+	}
+	return nil
+}
+
+type selfCase struct {
+	name string
+	pts  *kmeans.Points
+	cent [][]int32 // successive centroid sets
+}
+
+func selfTestCases() []selfCase {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var out []selfCase
+	// 8-bit colours at Scale 8 (the P8 layout) and wide coordinates at
+	// the edge of the exact radius (the P16 layout), in 3 and 4 dimensions.
+	for _, dim := range []int{3, 4} {
+		r := fastRadius(dim)
+		for _, wide := range []bool{false, true} {
+			n := 3000
+			pts := &kmeans.Points{Dim: dim, Coords: make([]int32, n*dim), Weights: make([]uint32, n)}
+			for i := range n {
+				for j := range dim {
+					var v int64
+					if wide {
+						v = rng.Int64N(2*r+1) - r
+						if i%7 == 0 {
+							v = r * (2*int64(rng.IntN(2)) - 1) // corners
+						}
+					} else {
+						v = int64(rng.IntN(256) * kmeans.Scale)
+					}
+					pts.Coords[i*dim+j] = int32(v)
+				}
+				pts.Weights[i] = uint32(rng.IntN(1000))
+			}
+			L := planLayout(pts)
+			var sets [][]int32
+			for _, k := range []int{1, 5, 64, 200} {
+				c := make([]int32, k*dim)
+				for i := range k {
+					if i%3 == 0 {
+						copy(c[i*dim:], pts.At(rng.IntN(n)))
+						continue
+					}
+					for j := range dim {
+						// anywhere in the box the layout accepts
+						c[i*dim+j] = int32(L.center[j] + rng.Int64N(2*L.radius+1) - L.radius)
+					}
+				}
+				sets = append(sets, c)
+			}
+			name := fmt.Sprintf("dim %d, %s", dim, map[bool]string{false: "colours", true: "wide"}[wide])
+			out = append(out, selfCase{name, pts, sets})
+		}
+	}
+	return out
+}
+
+// compareWithCPU runs successive Assigns on this backend (tensor-core
+// kernel allowed) and on kmeans.CPU and compares them.
+func (b *Backend) compareWithCPU(pts *kmeans.Points, sets [][]int32) error {
+	ctx := context.Background()
+	gs, err := b.Open(pts, kmeans.SessionOptions{MaxK: 256})
+	if err != nil {
+		return err
+	}
+	defer gs.Close()
+	gs.(*session).allowFast = true
+	cs, err := kmeans.CPU.Open(pts, kmeans.SessionOptions{MaxK: 256, Workers: 1})
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	var g, c kmeans.Stats
+	gl := make([]int32, pts.Len())
+	cl := make([]int32, pts.Len())
+	for _, cent := range sets {
+		if err := gs.Assign(ctx, cent, &g); err != nil {
+			return err
+		}
+		if err := cs.Assign(ctx, cent, &c); err != nil {
+			return err
+		}
+		if err := gs.Labels(gl); err != nil {
+			return err
+		}
+		if err := cs.Labels(cl); err != nil {
+			return err
+		}
+		if err := diffStats(&g, &c, gl, cl); err != nil {
+			return fmt.Errorf("k=%d: %w", len(cent)/pts.Dim, err)
+		}
+	}
+	return nil
+}
+
+// diffStats describes the first difference between two Assign results.
+func diffStats(g, c *kmeans.Stats, gl, cl []int32) error {
+	for i := range cl {
+		if gl[i] != cl[i] {
+			return fmt.Errorf("point %d: label %d, want %d", i, gl[i], cl[i])
+		}
+	}
+	switch {
+	case g.Inertia != c.Inertia:
+		return fmt.Errorf("inertia %d, want %d", g.Inertia, c.Inertia)
+	case g.Moved != c.Moved:
+		return fmt.Errorf("moved %d, want %d", g.Moved, c.Moved)
+	case !slices.Equal(g.Counts, c.Counts):
+		return fmt.Errorf("counts differ")
+	case !slices.Equal(g.Sums, c.Sums):
+		return fmt.Errorf("sums differ")
+	}
+	return nil
+}
