@@ -72,6 +72,10 @@ type Options struct {
 	Fixed []color.NRGBA
 	// Backend runs the assignment step; nil means kmeans.CPU.
 	Backend kmeans.Backend
+	// Algorithm and Update choose how the backend assigns points and
+	// accumulates sums (see kmeans.Config); they never change a result.
+	Algorithm kmeans.Algorithm
+	Update    kmeans.Update
 	// Workers is the number of CPU threads; 0 means GOMAXPROCS. It never
 	// changes a result.
 	Workers int
@@ -148,13 +152,15 @@ func Cluster(ctx context.Context, img *image.NRGBA, opt Options) (*Result, error
 	r.Timings.Unique = t1.Sub(t0)
 
 	cfg := kmeans.Config{
-		K:       k,
-		Fixed:   Coords(space, fixed),
-		MaxIter: opt.MaxIter,
-		Tol:     opt.Tol,
-		Seed:    opt.Seed,
-		Backend: opt.Backend,
-		Workers: opt.Workers,
+		K:         k,
+		Fixed:     Coords(space, fixed),
+		MaxIter:   opt.MaxIter,
+		Tol:       opt.Tol,
+		Seed:      opt.Seed,
+		Backend:   opt.Backend,
+		Algorithm: opt.Algorithm,
+		Update:    opt.Update,
+		Workers:   opt.Workers,
 	}
 	m, err := kmeans.Run(ctx, pts, cfg, opt.OnIteration)
 	if err != nil {

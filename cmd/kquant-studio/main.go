@@ -9,12 +9,14 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 
 	"github.com/kquant/kquant/app"
+	"github.com/kquant/kquant/cudakern"
+	"github.com/kquant/kquant/kmeans"
 )
 
 func main() {
 	a := fyneapp.NewWithID("io.github.kquant.studio")
 	w := a.NewWindow("kquant studio")
-	cfg := app.Config{}
+	cfg := app.Config{GPU: app.GPUFunc(func() (kmeans.Backend, error) { return cudakern.New(0) })}
 	if os.Getenv("KQUANT_STUDIO_EVENTS") == "1" {
 		cfg.Events = os.Stdout
 	}

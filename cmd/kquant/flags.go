@@ -41,6 +41,9 @@ type config struct {
 	palFormats  []palette.Format // palette: the formats to write; nil to follow -o's extension
 	jpegQuality int
 	backend     string
+	device      int
+	algo        kmeans.Algorithm
+	update      kmeans.Update
 	workers     int
 	json        bool
 	quiet       bool
@@ -72,6 +75,9 @@ func (e errHelp) Error() string { return "help requested" }
 // errVersion asks for the version.
 var errVersion = errors.New("version requested")
 
+// errDevices asks for the list of GPUs.
+var errDevices = errors.New("devices requested")
+
 // defaultK is the number of colours of each subcommand when -k is not given.
 var defaultK = map[string]int{cmdQuantize: 16, cmdPalette: 8, cmdSegment: 8}
 
@@ -102,7 +108,30 @@ func flagSet(cmd string, c *config) *flag.FlagSet {
 		c.fixed = append(c.fixed, cs...)
 		return nil
 	})
-	fs.StringVar(&c.backend, "backend", "auto", "where k-means runs: auto or cpu")
+	fs.StringVar(&c.backend, "backend", "auto", "where k-means runs: auto (a GPU if one works, else the CPU), cpu or cuda")
+	fs.IntVar(&c.device, "device", 0, "the GPU to use (see kquant devices)")
+	fs.Func("algo", "assignment `algorithm`: auto, lloyd, bounds, wuhong, gemm or kdtree (the result is the same)", func(s string) error {
+		switch a := kmeans.Algorithm(s); a {
+		case "auto":
+			c.algo = kmeans.Auto
+		case kmeans.Lloyd, kmeans.Bounds, kmeans.WuHong, kmeans.GEMM, kmeans.KDTree:
+			c.algo = a
+		default:
+			return fmt.Errorf("%q: want auto, lloyd, bounds, wuhong, gemm or kdtree", s)
+		}
+		return nil
+	})
+	fs.Func("update", "how sums are accumulated: `auto`, atomic, block, sorted or host (the result is the same)", func(s string) error {
+		switch u := kmeans.Update(s); u {
+		case "auto":
+			c.update = kmeans.UpdateAuto
+		case kmeans.UpdateAtomic, kmeans.UpdateBlock, kmeans.UpdateSorted, kmeans.UpdateHost:
+			c.update = u
+		default:
+			return fmt.Errorf("%q: want auto, atomic, block, sorted or host", s)
+		}
+		return nil
+	})
 	fs.IntVar(&c.workers, "j", 0, "CPU threads to use; 0 uses all")
 	fs.BoolVar(&c.json, "json", false, "print one JSON report per image on stdout")
 	fs.BoolVar(&c.quiet, "q", false, "quiet: no progress bar, no summary lines")
@@ -215,6 +244,11 @@ func parseArgs(args []string) (*config, error) {
 			return nil, usagef("", "version takes no arguments")
 		}
 		return nil, errVersion
+	case "devices":
+		if len(args) > 1 {
+			return nil, usagef("", "devices takes no arguments")
+		}
+		return nil, errDevices
 	case cmdQuantize, cmdPalette, cmdSegment:
 	default:
 		return nil, usagef("", "unknown command %q", cmd)

@@ -6,6 +6,7 @@
 //	kquant quantize [flags] INPUT...   reduce images to k colours
 //	kquant palette  [flags] INPUT...   extract the k dominant colours
 //	kquant segment  [flags] INPUT...   split images into k colour clusters
+//	kquant devices
 //	kquant version
 //
 // Inputs are image files (PNG, JPEG, GIF, BMP, TIFF, WebP), globs, or
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, term *os.
 		case errors.Is(err, errVersion):
 			fmt.Fprintln(stdout, versionString())
 			return exitOK
+		case errors.Is(err, errDevices):
+			return listDevices(stdout, stderr)
 		case errors.As(err, &ue):
 			fmt.Fprintf(stderr, "kquant: %s\n", ue.msg)
 			if ue.cmd != "" {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/kquant/kquant/cudakern"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -34,6 +36,13 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("TESTDATA", images)
 			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "cuda" { // a CUDA device works here
+				_, err := cudakern.Devices()
+				return err == nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 	})
 }

@@ -37,9 +37,12 @@ type runner struct {
 
 // execute runs a parsed command line and returns the exit status.
 func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *os.File) int {
-	backend, warning, err := backendFor(cfg.backend)
+	backend, warning, err := backendFor(cfg.backend, cfg.device)
 	if err != nil {
 		fmt.Fprintf(stderr, "kquant: %v\n", err)
+		if errors.Is(err, errBackend) {
+			return exitFailed
+		}
 		return exitUsage
 	}
 	if cfg.workers > 0 {
@@ -55,6 +58,7 @@ func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *o
 	r.opt = kquant.Options{
 		K: cfg.k, Space: cfg.space, Seed: cfg.seed, MaxIter: cfg.maxIter, Tol: cfg.tol,
 		Fixed: cfg.fixed, Backend: backend, Workers: cfg.workers,
+		Algorithm: cfg.algo, Update: cfg.update,
 	}
 	if cfg.tol == 0 {
 		r.opt.Tol = -1 // until no label changes
@@ -150,6 +154,13 @@ func (r *runner) process(ctx context.Context, in input) error {
 		}
 	}
 	res, err := kquant.Cluster(ctx, img, opt)
+	if err != nil && ctx.Err() == nil && r.cfg.backend == "auto" && opt.Backend != kmeans.CPU {
+		// A GPU fault (out of memory, a failed launch): the CPU gives the
+		// same answer. Later inputs go straight to the CPU.
+		r.prog.logf(r.stderr, "kquant: warning: %s failed (%v); k-means runs on the CPU", opt.Backend.Name(), err)
+		r.opt.Backend, opt.Backend = kmeans.CPU, kmeans.CPU
+		res, err = kquant.Cluster(ctx, img, opt)
+	}
 	if err != nil {
 		return err
 	}

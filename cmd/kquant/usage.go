@@ -16,6 +16,7 @@ Usage:
   kquant quantize [flags] INPUT...   `+summaries[cmdQuantize]+`
   kquant palette  [flags] INPUT...   `+summaries[cmdPalette]+`
   kquant segment  [flags] INPUT...   `+summaries[cmdSegment]+`
+  kquant devices                     list the GPUs k-means can run on
   kquant version                     print the version
   kquant help COMMAND                the flags of a command
 
