@@ -92,7 +92,8 @@ type Config struct {
 	// the result.
 	Algorithm Algorithm
 	Update    Update
-	// Backend runs the assignment; nil means the CPU backend.
+	// Backend runs the assignment on all points; nil means the CPU
+	// backend. The starts on the reduced set of Coarse run on the CPU.
 	Backend Backend
 	// Workers is the number of CPU threads; 0 means GOMAXPROCS. It never
 	// changes the result.

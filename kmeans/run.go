@@ -166,13 +166,21 @@ func autoStarts(k int) int {
 	return 1
 }
 
+// open makes a stage of pts. The reduced set always runs on the CPU: it
+// is small by construction, where a GPU gains little over the round trip
+// of each iteration, and breathing's profiles are cheap in the CPU's
+// kd-tree. The answer is the same on every backend.
 func (r *runner) open(pts *Points, coarse bool) (stage, error) {
 	cfg := &r.cfg
-	sess, err := cfg.Backend.Open(pts, SessionOptions{
+	be := cfg.Backend
+	if coarse {
+		be = CPU
+	}
+	sess, err := be.Open(pts, SessionOptions{
 		MaxK: cfg.K + max(cfg.Breathe, DefaultBreathe), Algorithm: cfg.Algorithm, Update: cfg.Update, Workers: cfg.Workers,
 	})
 	if err != nil {
-		return stage{}, fmt.Errorf("kmeans: %s backend: %w", cfg.Backend.Name(), err)
+		return stage{}, fmt.Errorf("kmeans: %s backend: %w", be.Name(), err)
 	}
 	return stage{pts: pts, sess: sess, coarse: coarse}, nil
 }
