@@ -171,7 +171,7 @@ func Cluster(ctx context.Context, img *image.NRGBA, opt Options) (*Result, error
 	r.Timings.Cluster = t2.Sub(t1)
 
 	r.buildPalette(fixed)
-	r.ColorIndices = Nearest(pts, Coords(space, r.Palette.Colors()), r.ColorLabels, workers)
+	r.ColorIndices = kmeans.Nearest(pts, Coords(space, r.Palette.Colors()), workers)
 	r.Timings.Map = time.Since(t2)
 	return r, nil
 }
@@ -316,116 +316,6 @@ func meanColors(space imgio.Space, colors *imgio.Colors, labels []int32, k int) 
 	return out
 }
 
-// Nearest returns, for every point of pts (Dim 3), the index of the
-// nearest of the centroids (3 grid coordinates each), by squared Euclidean
-// distance, ties to the lowest index. guess, if it holds one index per
-// point, gives each point's likely answer (its cluster's, say), which
-// speeds the search without changing the result. It uses up to workers
-// goroutines (0: GOMAXPROCS) and is exact and deterministic.
-//
-// Centroids are sorted along the coordinate axis of widest spread; a point
-// starts from its guess and scans outward from its position on that axis
-// until the gap along the axis alone exceeds the best distance found.
-func Nearest(pts *kmeans.Points, centroids []int32, guess []int32, workers int) []int32 {
-	n, k := pts.Len(), len(centroids)/3
-	out := make([]int32, n)
-	if k == 0 {
-		return out
-	}
-	if len(guess) != n {
-		guess = nil
-	}
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	axis := widestAxis(centroids)
-	order := make([]int32, k)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		return cmp.Or(cmp.Compare(centroids[3*a+int32(axis)], centroids[3*b+int32(axis)]), cmp.Compare(a, b))
-	})
-	key := make([]int32, k)
-	for i, j := range order {
-		key[i] = centroids[3*j+int32(axis)]
-	}
-	parallel(workers, n, 1<<12, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			x := pts.Coords[3*i : 3*i+3 : 3*i+3]
-			best := int32(0)
-			if guess != nil && guess[i] >= 0 && int(guess[i]) < k {
-				best = guess[i]
-			}
-			bestD := dist3(x, centroids[3*best:3*best+3])
-			xa := x[axis]
-			p, _ := slices.BinarySearch(key, xa)
-			for q := p; q < k; q++ {
-				g := int64(key[q]) - int64(xa)
-				if uint64(g*g) > bestD {
-					break
-				}
-				j := order[q]
-				if d := dist3(x, centroids[3*j:3*j+3]); d < bestD || d == bestD && j < best {
-					best, bestD = j, d
-				}
-			}
-			for q := p - 1; q >= 0; q-- {
-				g := int64(xa) - int64(key[q])
-				if uint64(g*g) > bestD {
-					break
-				}
-				j := order[q]
-				if d := dist3(x, centroids[3*j:3*j+3]); d < bestD || d == bestD && j < best {
-					best, bestD = j, d
-				}
-			}
-			out[i] = best
-		}
-	})
-	return out
-}
-
-// widestAxis returns the coordinate (0, 1 or 2) along which the points
-// given as x, y, z triples spread the most.
-func widestAxis(c []int32) int {
-	best, bestSpan := 0, int64(-1)
-	for a := range 3 {
-		lo, hi := int64(1<<31), int64(-1<<31)
-		for i := a; i < len(c); i += 3 {
-			lo, hi = min(lo, int64(c[i])), max(hi, int64(c[i]))
-		}
-		if hi-lo > bestSpan {
-			best, bestSpan = a, hi-lo
-		}
-	}
-	return best
-}
-
-func dist3(a, b []int32) uint64 {
-	d0, d1, d2 := int64(a[0])-int64(b[0]), int64(a[1])-int64(b[1]), int64(a[2])-int64(b[2])
-	return uint64(d0*d0 + d1*d1 + d2*d2)
-}
-
-// parallel calls f on consecutive ranges covering [0, n), on up to workers
-// goroutines, giving each at least min items.
-func parallel(workers, n, minItems int, f func(lo, hi int)) {
-	w := max(1, min(workers, n/minItems))
-	if w == 1 {
-		f(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for i := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(i*n/w, (i+1)*n/w)
-		}()
-	}
-	wg.Wait()
-}
-
 // K returns the number of colours obtained: len(r.Palette).
 func (r *Result) K() int { return len(r.Palette) }
 
@@ -516,4 +406,23 @@ func (r *Result) paletted(img *image.NRGBA) *image.Paletted {
 		}
 	})
 	return dst
+}
+
+// parallel calls f on consecutive ranges covering [0, n), on up to workers
+// goroutines, giving each at least min items.
+func parallel(workers, n, minItems int, f func(lo, hi int)) {
+	w := max(1, min(workers, n/minItems))
+	if w == 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(i*n/w, (i+1)*n/w)
+		}()
+	}
+	wg.Wait()
 }

@@ -7,7 +7,6 @@ import (
 	"image"
 	"image/color"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -402,46 +401,6 @@ func TestReport(t *testing.T) {
 	rep = r.Report("few.png", "png", []string{"out.png"}, &q)
 	if rep.Note != "the image has only 2 distinct colours" || rep.Quality.PSNR != nil || rep.K != 2 {
 		t.Errorf("few colours: note %q, PSNR %v, k %d", rep.Note, rep.Quality.PSNR, rep.K)
-	}
-}
-
-func TestNearest(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, k := range []int{1, 3, 12, 64, 300} {
-		// Coordinates on a coarse grid, so that ties happen.
-		coord := func() int32 { return int32(rng.IntN(9)) * 100 }
-		cent := make([]int32, 3*k)
-		for i := range cent {
-			cent[i] = coord()
-		}
-		pts := &kmeans.Points{Dim: 3, Coords: make([]int32, 3*5000)}
-		for i := range pts.Coords {
-			pts.Coords[i] = coord() + int32(rng.IntN(3)) - 1
-		}
-		guess := make([]int32, pts.Len())
-		for i := range guess {
-			guess[i] = int32(rng.IntN(k+2)) - 1 // some out of range: ignored
-		}
-		want := make([]int32, pts.Len())
-		for i := range want {
-			best, bestD := 0, uint64(math.MaxUint64)
-			for j := range k {
-				if d := kmeans.Dist(pts.At(i), cent[3*j:3*j+3]); d < bestD {
-					best, bestD = j, d
-				}
-			}
-			want[i] = int32(best)
-		}
-		for _, workers := range []int{0, 1, 3} {
-			for _, g := range [][]int32{nil, guess, guess[:7]} {
-				if got := kquant.Nearest(pts, cent, g, workers); !slices.Equal(got, want) {
-					t.Fatalf("k=%d, %d workers, %d guesses: differs from brute force", k, workers, len(g))
-				}
-			}
-		}
-	}
-	if got := kquant.Nearest(&kmeans.Points{Dim: 3, Coords: []int32{1, 2, 3}}, nil, nil, 0); !slices.Equal(got, []int32{0}) {
-		t.Errorf("no centroids: %v", got)
 	}
 }
 

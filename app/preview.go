@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/kquant/kquant"
 	"github.com/kquant/kquant/imgio"
 	"github.com/kquant/kquant/kmeans"
 )
@@ -160,7 +159,7 @@ func parallel(n, minItems int, f func(lo, hi int)) {
 // guess for each (the labels of the previous frame), which only saves
 // work.
 func nearest(pts *kmeans.Points, cent []int32, warm []int32) []int32 {
-	return kquant.Nearest(pts, cent, warm, 0)
+	return kmeans.Nearest(pts, cent, 0)
 }
 
 // centroidColors returns the opaque colour of each centroid (k·3

@@ -7,24 +7,6 @@ import (
 	"sort"
 )
 
-// nearest2 labels every point with its nearest centroid and returns, per
-// point, the squared distances to the nearest and the second-nearest one.
-func nearest2(ctx context.Context, pts *Points, cent []int32, workers int) (labels []int32, d1, d2 []uint64, err error) {
-	n, dim := pts.Len(), pts.Dim
-	var g geometry
-	g.build(cent, dim, nil, Bounds)
-	labels = make([]int32, n)
-	d1 = make([]uint64, n)
-	d2 = make([]uint64, n)
-	err = forChunks(ctx, n, workers, func(_, _, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			b, a, c, _ := g.search(pts.At(i), -1, 0)
-			labels[i], d1[i], d2[i] = int32(b), a, c
-		}
-	})
-	return labels, d1, d2, err
-}
-
 // breathe improves a converged solution by breathing k-means (Fritzke
 // 2021): it adds m centroids next to the m of largest error, runs Lloyd,
 // removes the m centroids of least utility (the rise in inertia their

@@ -406,3 +406,30 @@ func TestBreathingSameWithAndWithoutSessionHelpers(t *testing.T) {
 		}
 	}
 }
+
+func TestNearestMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, dim := range []int{3, 5} {
+		for _, k := range []int{1, 3, 12, 64, 300} {
+			// coordinates on a coarse grid, so that ties happen
+			coord := func() int32 { return int32(rng.IntN(9)) * 100 }
+			cent := make([]int32, dim*k)
+			for i := range cent {
+				cent[i] = coord()
+			}
+			pts := &Points{Dim: dim, Coords: make([]int32, dim*5000)}
+			for i := range pts.Coords {
+				pts.Coords[i] = coord() + int32(rng.IntN(3)) - 1
+			}
+			want := make([]int32, pts.Len())
+			for i := range want {
+				want[i] = int32(nearest(cent, dim, pts.At(i)))
+			}
+			for _, workers := range []int{0, 1, 3} {
+				if got := Nearest(pts, cent, workers); !slices.Equal(got, want) {
+					t.Fatalf("dim %d k=%d, %d workers: differs from brute force", dim, k, workers)
+				}
+			}
+		}
+	}
+}

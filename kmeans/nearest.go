@@ -1,0 +1,37 @@
+package kmeans
+
+import (
+	"context"
+)
+
+// Nearest returns, for every point, the index of its nearest centroid
+// (k·Dim coordinates), ties to the lowest index: the labels of a Lloyd
+// assignment, exactly. It uses up to workers goroutines (0: GOMAXPROCS).
+func Nearest(pts *Points, centroids []int32, workers int) []int32 {
+	if workers <= 0 {
+		workers = defaultWorkers()
+	}
+	if len(centroids) < pts.Dim {
+		return make([]int32, pts.Len())
+	}
+	labels, _, _, _ := nearest2(context.Background(), pts, centroids, workers)
+	return labels
+}
+
+// nearest2 labels every point with its nearest centroid and returns, per
+// point, the squared distances to the nearest and the second-nearest one.
+func nearest2(ctx context.Context, pts *Points, cent []int32, workers int) (labels []int32, d1, d2 []uint64, err error) {
+	n, dim := pts.Len(), pts.Dim
+	var g geometry
+	g.build(cent, dim, nil, Bounds)
+	labels = make([]int32, n)
+	d1 = make([]uint64, n)
+	d2 = make([]uint64, n)
+	err = forChunks(ctx, n, workers, func(_, _, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b, a, c, _ := g.search(pts.At(i), -1, 0)
+			labels[i], d1[i], d2[i] = int32(b), a, c
+		}
+	})
+	return labels, d1, d2, err
+}
