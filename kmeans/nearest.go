@@ -14,7 +14,15 @@ func Nearest(pts *Points, centroids []int32, workers int) []int32 {
 	if len(centroids) < pts.Dim {
 		return make([]int32, pts.Len())
 	}
-	labels, _, _, _ := nearest2(context.Background(), pts, centroids, workers)
+	labels := make([]int32, pts.Len())
+	var g geometry
+	g.build(centroids, pts.Dim, nil, Bounds)
+	forChunks(context.Background(), pts.Len(), workers, func(_, _, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b, _, _, _ := g.search(pts.At(i), -1, 0)
+			labels[i] = int32(b)
+		}
+	})
 	return labels
 }
 
