@@ -1,10 +1,12 @@
 package kquant_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"image"
 	"image/color"
+	"image/gif"
 
 	"github.com/kquant/kquant"
 )
@@ -41,4 +43,22 @@ func ExampleCluster() {
 	// #fafafa  20%
 	// first row: [0 0 0 0 0 0 0 0 0 0]
 	// *image.Paletted
+}
+
+// Quantizer plugs k-means into image/gif's encoder.
+func ExampleQuantizer() {
+	img := image.NewNRGBA(image.Rect(0, 0, 64, 64))
+	for y := range 64 {
+		for x := range 64 {
+			img.SetNRGBA(x, y, color.NRGBA{uint8(4 * x), uint8(4 * y), 128, 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := gif.Encode(&buf, img, &gif.Options{NumColors: 8, Quantizer: kquant.Quantizer{}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := gif.Decode(&buf)
+	fmt.Println(len(out.(*image.Paletted).Palette), "colours")
+	// Output: 8 colours
 }
