@@ -35,6 +35,8 @@ type Report struct {
 	TimingsMS    ReportTimings  `json:"timings_ms"`
 	Backend      string         `json:"backend"`
 	Dither       bool           `json:"dither"`
+	Algorithm    string         `json:"algorithm"`     // the assignment algorithm of the last pass (auto: its choice)
+	AlgorithmWhy string         `json:"algorithm_why"` // why: "asked for", or auto's reasons and switches
 }
 
 // ReportQuality is imgio.Quality rounded, with a PSNR of null (nil) when
@@ -86,7 +88,7 @@ func (r *Result) Report(input, inputFormat string, outputs []string, q *imgio.Qu
 		TimingsMS: ReportTimings{
 			Unique: Milliseconds(r.Timings.Unique), Cluster: Milliseconds(r.Timings.Cluster), Map: Milliseconds(r.Timings.Map),
 		},
-		Backend: m.Backend,
+		Backend: m.Backend, Algorithm: m.Algorithm, AlgorithmWhy: m.Why,
 	}
 	if rep.Outputs == nil {
 		rep.Outputs = []string{}

@@ -113,10 +113,37 @@ const (
 	kPPSample  = "kq_pp_sample"
 	kPPGains   = "kq_pp_gains"
 	kPPAdd     = "kq_pp_add"
+
+	kWuF32D4     = "kq_wuhong_f32_d4"
+	kWuF32D32    = "kq_wuhong_f32_d32"
+	kWuI64D4     = "kq_wuhong_i64_d4"
+	kWuI64D32    = "kq_wuhong_i64_d32"
+	kBdF32D4     = "kq_bounds_f32_d4"
+	kBdF32D32    = "kq_bounds_f32_d32"
+	kBdI64D4     = "kq_bounds_i64_d4"
+	kBdI64D32    = "kq_bounds_i64_d32"
+	kICDF32      = "kq_icd_f32"
+	kICDI64      = "kq_icd_i64"
+	kRIDF32      = "kq_rid_f32"
+	kRIDI64      = "kq_rid_i64"
+	kUpdAtomic   = "kq_upd_atomic"
+	kSortCount   = "kq_sort_count"
+	kSortScan    = "kq_sort_scan"
+	kSortScatter = "kq_sort_scatter"
+	kSegSum      = "kq_seg_sum"
+	kSegFinal    = "kq_seg_final"
+	kGather      = "kq_gather"
 )
 
+// prunedKernels take their shared memory dynamically, like the assignment
+// kernels.
+var prunedKernels = []string{kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
+	kRIDF32, kRIDI64}
+
 var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kGenF32, kGenI64,
-	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd}
+	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd,
+	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
+	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather}
 
 // Backend runs k-means assignment on one CUDA device. It implements
 // kmeans.Backend, and offers colour deduplication and remapping on the
@@ -230,7 +257,7 @@ func (b *Backend) loadModule() error {
 	// The assignment kernels take their shared memory dynamically; their
 	// static shared memory is below 1 KiB: leave it room.
 	b.smem -= 1024
-	for _, name := range []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kGenF32, kGenI64} {
+	for _, name := range append([]string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kGenF32, kGenI64}, prunedKernels...) {
 		if err := a.check("cuFuncSetAttribute("+name+")", a.cuFuncSetAttribute(b.fn[name], funcAttrMaxDynamicShared, int32(b.smem))); err != nil {
 			return err
 		}

@@ -387,8 +387,8 @@ func TestSessionErrors(t *testing.T) {
 	if err := s.Assign(context.Background(), []int32{1, 2, 3}, &st); err == nil {
 		t.Error("Assign after Close")
 	}
-	if _, err := b.Open(pts, kmeans.SessionOptions{Algorithm: kmeans.Bounds}); err == nil {
-		t.Error("the bounds algorithm is not offered")
+	if _, err := b.Open(pts, kmeans.SessionOptions{Algorithm: kmeans.KDTree}); err == nil {
+		t.Error("the kd-tree is not offered")
 	}
 	empty := &kmeans.Points{Dim: 3}
 	s, err = b.Open(empty, kmeans.SessionOptions{MaxK: 2})

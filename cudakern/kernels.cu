@@ -40,6 +40,10 @@ typedef unsigned int u32;
 #define F_FRESH_ACC 2  // accumulators were zeroed: add every point
 #define F_ACC32 4      // fast kernel: per-block sums fit in int32 (unweighted points)
 #define F_AGGREGATE 8  // fast kernel: aggregate a warp's equal labels before adding
+#define F_NO_ACC 16    // label only: a separate update pass forms the sums
+#define F_INIT_BOUNDS 32  // bounds kernel: search every point and set its lower bound
+#define F_SMEM_CENT 64    // pruned kernels: centroids staged in shared memory
+#define F_SMEM_ACC 128    // pruned kernels: block sums in shared memory (else global atomics)
 
 // Params.fmt
 #define FMT_P8 0   // one u32 per point: byte j = (x_j - lo_j)/g_j
@@ -448,6 +452,7 @@ __device__ __forceinline__ void fast_body(const Params& p) {
                 inertia += (u64)w * bestd[g];
                 if ((flags & F_ALL_MOVED) || old != lab) movedw += w;
             }
+            if (flags & F_NO_ACC) continue;
             int v[4];
 #pragma unroll
             for (int j = 0; j < 4; j++) v[j] = float_to_int(xo[g][j]);
@@ -584,6 +589,7 @@ __device__ __forceinline__ void small_body(const Params& p) {
                 inertia += (u64)w * dd;
                 if ((flags & F_ALL_MOVED) || old != lab) movedw += w;
             }
+            if (flags & F_NO_ACC) continue;
             int v[4] = {float_to_int(x[t][0]), float_to_int(x[t][1]), float_to_int(x[t][2]), 0};
             if (flags & F_FRESH_ACC) {
 #if __CUDA_ARCH__ >= 800
@@ -705,8 +711,10 @@ __device__ __forceinline__ void generic_body(const Params& p, T big) {
             if ((flags & F_ALL_MOVED) || changed) movedw += w;
         }
         const bool fresh = flags & F_FRESH_ACC;
+        const bool noacc = flags & F_NO_ACC;
         if (single) {
-            if (valid && fresh) {
+            if (noacc) {
+            } else if (valid && fresh) {
                 add_point(p, sacc, bl, 0, k, (i64)w, i, xr);
             } else if (valid && changed) {
                 add_point(p, sacc, old, 0, k, -(i64)w, i, xr);
@@ -715,7 +723,7 @@ __device__ __forceinline__ void generic_body(const Params& p, T big) {
         } else {
             for (int a0 = 0; a0 < k; a0 += CK) {
                 const int a1 = min(k, a0 + CK);
-                bool need = valid && (fresh ? (bl >= a0 && bl < a1)
+                bool need = !noacc && valid && (fresh ? (bl >= a0 && bl < a1)
                                             : changed && ((bl >= a0 && bl < a1) || (old >= a0 && old < a1)));
                 if (!__syncthreads_or(need)) continue;
                 for (int e = threadIdx.x; e < 2 * (a1 - a0) * (1 + dim); e += blockDim.x) sacc[e] = 0;
@@ -1101,4 +1109,484 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_add(const PPParams p) {
     }
     s = block_sum_u64(s);
     if (threadIdx.x == 0) ((u64*)p.bsum)[blockIdx.x] = s;
+}
+
+// ------------------------------------------- pruned kernels: wuhong, bounds
+//
+// One point per thread, points as centred int32 columns (FMT_I32), in slot
+// order: slot s holds the point perm[s] (identity while perm is 0; Wu and
+// Hong's Epoch 2 reorders the slots by decreasing work). Labels stay in the
+// original order, so every result is in the original order whatever the
+// slots are. Distances are exact in T (float when the host has proved them
+// below 2^24, else 64-bit integers).
+//
+// wuhong: a point starts from its label a, computes d(x, c_a), then walks
+// row a of the ranked index matrix RID (the other centroids by increasing
+// distance from c_a, ties by index) until ICD[a][j] > 4·d(x, c_a) (squared
+// distances: |c_j − c_a| > 2|x − c_a|, so c_j and every centroid after it
+// are strictly farther from x than c_a). It records M, the distances it
+// computed, per slot.
+//
+// bounds (GS_k-means' global selector, Hamerly's lower bound): per slot a
+// lower bound on the distance to every centroid but its own, stored plus
+// the sum of the largest centroid drift of each pass so far (cummax), so a
+// skipped point writes nothing. The distance to its own centroid is
+// computed exactly every pass (it is the point's share of the inertia,
+// which every Assign reports exactly); when it is below the lower bound by
+// more than the rounding margin, the label stands, else every centroid is
+// compared and the bound renewed from the second-nearest one.
+
+struct PrParams {
+    u64 pts;      // int32 columns, centred, slot order: pts[j*npad + s]
+    u64 weights;  // u32 per slot, or 0 for all ones
+    u64 labels;   // u16 or u32 per original point
+    u64 perm;     // u32 per slot: its original point; 0 for the identity
+    u64 cent;     // T [k*dim] centred
+    u64 icd;      // wuhong: T [k*k] squared inter-centroid distances
+    u64 rid;      // wuhong: u16 [k*(k-1)] ranked indices
+    u64 work;     // wuhong: u16 per slot, M of this pass
+    u64 lower;    // bounds: float per slot, lower bound + cummax
+    u64 acc;      // u64 [k*(1+dim)]
+    u64 scal;     // u64 [8]: inertia, moved, -, work, warp work
+    u64 spare;
+    int n, npad, k, dim;
+    int flags, label32, pad0, pad1;
+    float cummax, eps, pad2, pad3;
+};
+
+static_assert(sizeof(PrParams) == 96 + 32 + 16, "PrParams layout");
+
+#define PR_WUHONG 0
+#define PR_BOUNDS 1
+
+__device__ __forceinline__ u32 load_label_p(u64 labels, int label32, int i) {
+    if (label32) return ((const u32*)labels)[i];
+    return ((const unsigned short*)labels)[i];
+}
+
+__device__ __forceinline__ void store_label_p(u64 labels, int label32, int i, u32 l) {
+    if (label32)
+        ((u32*)labels)[i] = l;
+    else
+        ((unsigned short*)labels)[i] = (unsigned short)l;
+}
+
+template <typename T, int XR>
+__device__ __forceinline__ T pr_dist(const T (&xr)[XR], const T* c, int dim, const int* X, int npad, int s) {
+    T d = 0;
+#pragma unroll
+    for (int j = 0; j < XR; j++)
+        if (j < dim) {
+            const T e = xr[j] - c[j];
+            d += e * e;
+        }
+    for (int j = XR; j < dim; j++) {
+        const T e = (T)X[(size_t)j * npad + s] - c[j];
+        d += e * e;
+    }
+    return d;
+}
+
+// beyond reports icd > 4·d without overflow (squared distances).
+__device__ __forceinline__ bool beyond(float icd, float d) { return icd > 4.0f * d; }
+__device__ __forceinline__ bool beyond(i64 icd, i64 d) {
+    const u64 ud = (u64)d;
+    const u64 lim = ud > 0x3fffffffffffffffull ? 0xffffffffffffffffull : 4 * ud;
+    return (u64)icd > lim;
+}
+
+// pr_add adds weight w (negative to remove) and w·x of slot s to cluster c:
+// in the block's shared slots when they fit, else with global atomics.
+template <typename T, int XR>
+__device__ __forceinline__ void pr_add(u32* sacc, u64* gacc, bool shared, int c, int dim, i64 w, const T (&xr)[XR],
+                                       const int* X, int npad, int s) {
+    if (shared) {
+        u32* a = sacc + 2 * c * (1 + dim);
+        add64(a, w);
+#pragma unroll
+        for (int j = 0; j < XR; j++)
+            if (j < dim) add64(a + 2 + 2 * j, w * (i64)xr[j]);
+        for (int j = XR; j < dim; j++) add64(a + 2 + 2 * j, w * (i64)X[(size_t)j * npad + s]);
+        return;
+    }
+    u64* a = gacc + (size_t)c * (1 + dim);
+    atomicAdd(a, (u64)w);
+#pragma unroll
+    for (int j = 0; j < XR; j++)
+        if (j < dim) atomicAdd(a + 1 + j, (u64)(w * (i64)xr[j]));
+    for (int j = XR; j < dim; j++) atomicAdd(a + 1 + j, (u64)(w * (i64)X[(size_t)j * npad + s]));
+}
+
+// block_scal adds the block's inertia, moved weight, work and warp work to
+// scal[0], [1], [3], [4]. All threads of the block must call it.
+__device__ void block_scal(u64* scal, u64 inertia, u64 moved, u64 work, u64 wwork) {
+    __shared__ u64 red4[4 * 8];
+    inertia = warp_sum_u64(inertia);
+    moved = warp_sum_u64(moved);
+    work = warp_sum_u64(work);
+    wwork = warp_sum_u64(wwork);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) {
+        red4[warp * 4 + 0] = inertia;
+        red4[warp * 4 + 1] = moved;
+        red4[warp * 4 + 2] = work;
+        red4[warp * 4 + 3] = wwork;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 v[4] = {0, 0, 0, 0};
+        for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+            for (int q = 0; q < 4; q++) v[q] += red4[w * 4 + q];
+        if (v[0]) atomicAdd(scal + 0, v[0]);
+        if (v[1]) atomicAdd(scal + 1, v[1]);
+        if (v[2]) atomicAdd(scal + 3, v[2]);
+        if (v[3]) atomicAdd(scal + 4, v[3]);
+    }
+}
+
+__device__ __forceinline__ float sqrt_of(float d) { return sqrtf(d); }
+__device__ __forceinline__ float sqrt_of(i64 d) { return sqrtf((float)d); }
+
+template <typename T, int XR, int MODE>
+__device__ __forceinline__ void pruned_body(const PrParams& p, T big) {
+    extern __shared__ uint4 smem4[];
+    const int n = p.n, k = p.k, dim = p.dim, npad = p.npad, flags = p.flags;
+    const bool scent = flags & F_SMEM_CENT, shacc = flags & F_SMEM_ACC;
+    const bool noacc = flags & F_NO_ACC, fresh = flags & F_FRESH_ACC;
+    T* sc = (T*)smem4;
+    const size_t centBytes = scent ? ((size_t)k * dim * sizeof(T) + 15) / 16 * 16 : 0;
+    u32* sacc = (u32*)((char*)smem4 + centBytes);
+    const int slots = k * (1 + dim);
+    if (scent)
+        for (int e = threadIdx.x; e < k * dim; e += blockDim.x) sc[e] = ((const T*)p.cent)[e];
+    if (shacc)
+        for (int e = threadIdx.x; e < 2 * slots; e += blockDim.x) sacc[e] = 0;
+    __syncthreads();
+    const T* C = scent ? (const T*)sc : (const T*)p.cent;
+    const int* X = (const int*)p.pts;
+    const u32* W = (const u32*)p.weights;
+    const u32* perm = (const u32*)p.perm;
+    u64* gacc = (u64*)p.acc;
+    u64 inertia = 0, movedw = 0, work = 0, wwork = 0;
+    for (int base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
+        const int s = base + threadIdx.x;
+        const bool valid = s < n;
+        u32 M = 0, old = 0, w = 0;
+        int bl = 0;
+        T bd = 0;
+        T xr[XR];
+#pragma unroll
+        for (int j = 0; j < XR; j++) xr[j] = 0;
+        int i = s;
+        if (valid) {
+            i = perm ? (int)perm[s] : s;
+            w = W ? W[s] : 1u;
+#pragma unroll
+            for (int j = 0; j < XR; j++)
+                if (j < dim) xr[j] = (T)X[(size_t)j * npad + s];
+            old = load_label_p(p.labels, p.label32, i);
+            const int a = old < (u32)k ? (int)old : 0;
+            const T da = pr_dist<T, XR>(xr, C + (size_t)a * dim, dim, X, npad, s);
+            bl = a, bd = da, M = 1;
+            if (MODE == PR_WUHONG) {
+                const T* icd = (const T*)p.icd + (size_t)a * k;
+                const unsigned short* rid = (const unsigned short*)p.rid + (size_t)a * (k - 1);
+                for (int r = 0; r < k - 1; r++) {
+                    const int j = rid[r];
+                    if (beyond(icd[j], da)) break;
+                    M++;
+                    const T d = pr_dist<T, XR>(xr, C + (size_t)j * dim, dim, X, npad, s);
+                    if (d < bd || (d == bd && j < bl)) bd = d, bl = j;
+                }
+                ((unsigned short*)p.work)[s] = (unsigned short)M;
+            } else {
+                float* lower = (float*)p.lower;
+                bool search = (flags & F_INIT_BOUNDS) || old >= (u32)k;
+                if (!search && k > 1) {
+                    const float lw = lower[s];
+                    const float u = sqrt_of(da);
+                    const float margin = p.eps * (u + fabsf(lw) + p.cummax + 1.0f);
+                    search = !(u + margin < lw - p.cummax);
+                }
+                if (search && k > 1) {
+                    T d1 = big, d2 = big;
+                    int b1 = 0;
+                    for (int c = 0; c < k; c++) {
+                        const T d = c == a ? da : pr_dist<T, XR>(xr, C + (size_t)c * dim, dim, X, npad, s);
+                        if (d < d1)
+                            d2 = d1, d1 = d, b1 = c;
+                        else if (d < d2)
+                            d2 = d;
+                    }
+                    M = k;
+                    bl = b1, bd = d1;
+                    lower[s] = sqrt_of(d2) + p.cummax;
+                }
+            }
+        }
+        bool changed = false;
+        if (valid) {
+            changed = old != (u32)bl;
+            if (changed) store_label_p(p.labels, p.label32, i, (u32)bl);
+            inertia += (u64)w * (u64)bd;
+            if ((flags & F_ALL_MOVED) || changed) movedw += w;
+            work += M;
+        }
+        // the lanes of a warp wait for its slowest point (Wu and Hong's
+        // imbalance): count 32 × the largest M of the warp
+        u32 mx = M;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        if ((threadIdx.x & 31) == 0) wwork += 32ull * mx;
+        if (!noacc && valid) {
+            if (fresh) {
+                pr_add<T, XR>(sacc, gacc, shacc, bl, dim, (i64)w, xr, X, npad, s);
+            } else if (changed) {
+                if (old < (u32)k) pr_add<T, XR>(sacc, gacc, shacc, (int)old, dim, -(i64)w, xr, X, npad, s);
+                pr_add<T, XR>(sacc, gacc, shacc, bl, dim, (i64)w, xr, X, npad, s);
+            }
+        }
+    }
+    __syncthreads();
+    if (shacc) flush(sacc, slots, gacc);
+    block_scal((u64*)p.scal, inertia, movedw, work, wwork);
+}
+
+#define PRUNED(name, T, XR, MODE, BIG) \
+    extern "C" __global__ void __launch_bounds__(256) name(const PrParams p) { pruned_body<T, XR, MODE>(p, BIG); }
+PRUNED(kq_wuhong_f32_d4, float, 4, PR_WUHONG, 3.0e38f)
+PRUNED(kq_wuhong_f32_d32, float, 32, PR_WUHONG, 3.0e38f)
+PRUNED(kq_wuhong_i64_d4, i64, 4, PR_WUHONG, (i64)0x7fffffffffffffffLL)
+PRUNED(kq_wuhong_i64_d32, i64, 32, PR_WUHONG, (i64)0x7fffffffffffffffLL)
+PRUNED(kq_bounds_f32_d4, float, 4, PR_BOUNDS, 3.0e38f)
+PRUNED(kq_bounds_f32_d32, float, 32, PR_BOUNDS, 3.0e38f)
+PRUNED(kq_bounds_i64_d4, i64, 4, PR_BOUNDS, (i64)0x7fffffffffffffffLL)
+PRUNED(kq_bounds_i64_d32, i64, 32, PR_BOUNDS, (i64)0x7fffffffffffffffLL)
+
+// ------------------------------------------------- ICD and RID on the device
+//
+// Wu and Hong build both on the host; at k = 1024 their O(k² log k) sort
+// would cost the host more than a labelling pass on the GPU, so here one
+// thread per pair forms ICD and one block per row sorts it (bitonic sort of
+// (distance, index) pairs in shared memory, k ≤ 4096).
+
+struct GeoParams {
+    u64 cent;  // T [k*dim] centred
+    u64 icd;   // T [k*k]
+    u64 rid;   // u16 [k*(k-1)]
+    int k, dim, pad0, pad1;
+};
+
+static_assert(sizeof(GeoParams) == 40, "GeoParams layout");
+
+template <typename T>
+__device__ __forceinline__ void icd_body(const GeoParams& p) {
+    const int k = p.k, dim = p.dim;
+    const T* C = (const T*)p.cent;
+    T* icd = (T*)p.icd;
+    const size_t kk = (size_t)k * k;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < kk; e += (size_t)gridDim.x * blockDim.x) {
+        const int a = (int)(e / k), b = (int)(e % k);
+        T d = 0;
+        for (int j = 0; j < dim; j++) {
+            const T x = C[(size_t)a * dim + j] - C[(size_t)b * dim + j];
+            d += x * x;
+        }
+        icd[e] = d;
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void rid_body(const GeoParams& p, T big) {
+    extern __shared__ uint4 smem4[];
+    const int k = p.k, a = blockIdx.x;
+    int P = 1;
+    while (P < k) P <<= 1;
+    T* key = (T*)smem4;
+    unsigned short* id = (unsigned short*)(key + P);
+    const T* row = (const T*)p.icd + (size_t)a * k;
+    for (int t = threadIdx.x; t < P; t += blockDim.x) {
+        const bool real = t < k && t != a;
+        key[t] = real ? row[t] : big;
+        id[t] = real ? (unsigned short)t : (unsigned short)0xffff;
+    }
+    __syncthreads();
+    for (int size = 2; size <= P; size <<= 1) {
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            for (int t = threadIdx.x; t < P; t += blockDim.x) {
+                const int u = t ^ stride;
+                if (u > t) {
+                    const bool up = (t & size) == 0;
+                    const bool gt = key[t] > key[u] || (key[t] == key[u] && id[t] > id[u]);
+                    if (gt == up) {
+                        const T kt = key[t];
+                        key[t] = key[u], key[u] = kt;
+                        const unsigned short it = id[t];
+                        id[t] = id[u], id[u] = it;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+    unsigned short* out = (unsigned short*)p.rid + (size_t)a * (k - 1);
+    for (int t = threadIdx.x; t < k - 1; t += blockDim.x) out[t] = id[t];
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_icd_f32(const GeoParams p) { icd_body<float>(p); }
+extern "C" __global__ void __launch_bounds__(256) kq_icd_i64(const GeoParams p) { icd_body<i64>(p); }
+extern "C" __global__ void __launch_bounds__(1024) kq_rid_f32(const GeoParams p) { rid_body<float>(p, 3.0e38f); }
+extern "C" __global__ void __launch_bounds__(1024) kq_rid_i64(const GeoParams p) {
+    rid_body<i64>(p, (i64)0x7fffffffffffffffLL);
+}
+
+// ------------------------------------------------------- update strategies
+//
+// After a labelling kernel run with F_NO_ACC, the sums of the labelling are
+// formed from scratch by one of:
+//   atomic  one thread per point, one global atomic per point and slot
+//           (seed 004's basic kernel);
+//   sorted  a counting sort of the point indices by label (count, scan,
+//           scatter), then per cluster B blocks each sum a slice of its
+//           segment into a partial, and one thread per slot adds the B
+//           partials: no atomics in the sums (seed 001 §3.3, seed 004's
+//           sort_by_key + reduce_by_key).
+// (block is the labelling kernels' own per-block shared sums; host reads
+// the labels back and sums on the CPU.) The sort kernels also order the
+// slots by decreasing work for Wu and Hong's Epoch 2.
+
+struct UpdParams {
+    u64 pts;      // int32 columns, centred, original order
+    u64 weights;  // u32 per point, or 0
+    u64 keys;     // u16 (key32 == 0) or u32 per point: the sort keys (labels, or M)
+    u64 acc;      // u64 [k*(1+dim)]
+    u64 counts;   // u32 [nkeys]
+    u64 starts;   // u32 [nkeys+1]
+    u64 cursor;   // u32 [nkeys]
+    u64 idx;      // u32 [n]: point indices by segment
+    u64 part;     // u64 [nkeys*B*(1+dim)]
+    u64 spare;
+    int n, npad, k, dim;
+    int key32, nkeys, B, rev;  // rev: sort by decreasing key (nkeys-1-key)
+};
+
+static_assert(sizeof(UpdParams) == 80 + 32, "UpdParams layout");
+
+__device__ __forceinline__ u32 upd_key(const UpdParams& p, int i) {
+    const u32 v = p.key32 ? ((const u32*)p.keys)[i] : ((const unsigned short*)p.keys)[i];
+    return p.rev ? (u32)(p.nkeys - 1) - v : v;
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_upd_atomic(const UpdParams p) {
+    const int* X = (const int*)p.pts;
+    const u32* W = (const u32*)p.weights;
+    u64* acc = (u64*)p.acc;
+    const int dim = p.dim;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x) {
+        const u32 l = upd_key(p, i);
+        const i64 w = W ? W[i] : 1;
+        u64* a = acc + (size_t)l * (1 + dim);
+        atomicAdd(a, (u64)w);
+        for (int j = 0; j < dim; j++) atomicAdd(a + 1 + j, (u64)(w * (i64)X[(size_t)j * p.npad + i]));
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_sort_count(const UpdParams p) {
+    u32* counts = (u32*)p.counts;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x)
+        atomicAdd(counts + upd_key(p, i), 1u);
+}
+
+// kq_sort_scan (one block of 1024) turns counts into segment starts.
+extern "C" __global__ void __launch_bounds__(1024) kq_sort_scan(const UpdParams p) {
+    __shared__ u32 ws[32];
+    const u32* counts = (const u32*)p.counts;
+    u32* starts = (u32*)p.starts;
+    u32* cursor = (u32*)p.cursor;
+    const int nk = p.nkeys;
+    const int per = (nk + blockDim.x - 1) / blockDim.x;
+    const int lo = min(nk, (int)threadIdx.x * per), hi = min(nk, lo + per);
+    u32 s = 0;
+    for (int c = lo; c < hi; c++) s += counts[c];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u32 x = s;
+    for (int o = 1; o < 32; o <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) ws[warp] = x;
+    __syncthreads();
+    u32 run = 0;
+    for (int w = 0; w < warp; w++) run += ws[w];
+    run += x - s;
+    for (int c = lo; c < hi; c++) {
+        starts[c] = run;
+        cursor[c] = run;
+        run += counts[c];
+    }
+    if (threadIdx.x == blockDim.x - 1) starts[nk] = run;
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_sort_scatter(const UpdParams p) {
+    u32* cursor = (u32*)p.cursor;
+    u32* idx = (u32*)p.idx;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x)
+        idx[atomicAdd(cursor + upd_key(p, i), 1u)] = (u32)i;
+}
+
+// kq_seg_sum: block c·B + b sums slice b of cluster c's segment.
+extern "C" __global__ void __launch_bounds__(256) kq_seg_sum(const UpdParams p) {
+    const int c = blockIdx.x / p.B, b = blockIdx.x % p.B;
+    const u32* starts = (const u32*)p.starts;
+    const u32* idx = (const u32*)p.idx;
+    const int* X = (const int*)p.pts;
+    const u32* W = (const u32*)p.weights;
+    const u64 s0 = starts[c], len = starts[c + 1] - s0;
+    const u64 lo = s0 + len * b / p.B, hi = s0 + len * (b + 1) / p.B;
+    u64* part = (u64*)p.part + (size_t)blockIdx.x * (1 + p.dim);
+    for (int j = 0; j <= p.dim; j++) {
+        u64 v = 0;
+        for (u64 t = lo + threadIdx.x; t < hi; t += blockDim.x) {
+            const u32 i = idx[t];
+            const i64 w = W ? W[i] : 1;
+            v += j == 0 ? (u64)w : (u64)(w * (i64)X[(size_t)(j - 1) * p.npad + i]);
+        }
+        v = block_sum_u64(v);
+        if (threadIdx.x == 0) part[j] = v;
+    }
+}
+
+// kq_seg_final adds the B partials of each slot into acc (no atomics).
+extern "C" __global__ void __launch_bounds__(256) kq_seg_final(const UpdParams p) {
+    const int slots = p.nkeys * (1 + p.dim), B = p.B, s1 = 1 + p.dim;
+    const u64* part = (const u64*)p.part;
+    u64* acc = (u64*)p.acc;
+    for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < slots; e += gridDim.x * blockDim.x) {
+        const int c = e / s1, j = e % s1;
+        u64 v = 0;
+        for (int b = 0; b < B; b++) v += part[((size_t)c * B + b) * s1 + j];
+        acc[e] = v;
+    }
+}
+
+// kq_gather (Epoch 2) copies the points and weights into slot order:
+// slot s takes point perm[s].
+struct GatherParams {
+    u64 src, dst;    // int32 columns
+    u64 wsrc, wdst;  // u32 per point, or 0
+    u64 perm;        // u32 per slot
+    int n, npad, dim, pad0;
+};
+
+static_assert(sizeof(GatherParams) == 56, "GatherParams layout");
+
+extern "C" __global__ void __launch_bounds__(256) kq_gather(const GatherParams p) {
+    const u32* perm = (const u32*)p.perm;
+    const int* src = (const int*)p.src;
+    int* dst = (int*)p.dst;
+    for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < p.n; s += gridDim.x * blockDim.x) {
+        const u32 i = perm[s];
+        for (int j = 0; j < p.dim; j++) dst[(size_t)j * p.npad + s] = src[(size_t)j * p.npad + i];
+        if (p.wsrc) ((u32*)p.wdst)[s] = ((const u32*)p.wsrc)[i];
+    }
 }

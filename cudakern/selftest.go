@@ -81,13 +81,13 @@ func selfTestCases() []selfCase {
 // kernel allowed) and on kmeans.CPU and compares them.
 func (b *Backend) compareWithCPU(pts *kmeans.Points, sets [][]int32) error {
 	ctx := context.Background()
-	gs, err := b.Open(pts, kmeans.SessionOptions{MaxK: 256})
+	gs, err := b.Open(pts, kmeans.SessionOptions{MaxK: 256, Algorithm: kmeans.GEMM})
 	if err != nil {
 		return err
 	}
 	defer gs.Close()
 	gs.(*session).allowFast = true
-	cs, err := kmeans.CPU.Open(pts, kmeans.SessionOptions{MaxK: 256, Workers: 1})
+	cs, err := kmeans.CPU.Open(pts, kmeans.SessionOptions{MaxK: 256, Workers: 1, Algorithm: kmeans.Lloyd})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"github.com/kquant/kquant/kmeans"
@@ -16,32 +17,49 @@ func maxProcs() int { return runtime.GOMAXPROCS(0) }
 // Open implements kmeans.Backend: it uploads pts once; each Assign then
 // sends only the centroids and reads back k·(1+Dim) sums and a few scalars.
 //
-// opt.Algorithm chooses the kernel: kmeans.Auto or kmeans.GEMM take the
-// tensor-core kernel whenever it is exact for the points and centroids
-// (colours always are) and the plain exact kernel otherwise; kmeans.Lloyd
-// always takes the plain kernel. opt.Update may be UpdateAuto or
-// UpdateBlock (per-block shared-memory sums, one atomic per block and
-// cluster), which is what this backend does.
+// opt.Algorithm chooses the labelling kernel; every one gives the labels of
+// plain Lloyd:
+//   - kmeans.GEMM: the tensor-core kernel whenever it is exact for the
+//     points and centroids (colours always are), else the plain one;
+//   - kmeans.Lloyd: the plain exact kernel;
+//   - kmeans.WuHong: Wu and Hong's ICD/RID walk, with their Epoch 2
+//     (slots reordered by decreasing work once the mean work settles);
+//   - kmeans.Bounds: GS_k-means' global selector (a lower bound per point);
+//   - kmeans.Auto: the hybrid of all four (auto.go), which may switch
+//     between passes.
+//
+// opt.Update chooses how the sums are formed: UpdateAuto and UpdateBlock
+// (per-block shared-memory sums, one atomic per block and cluster, fused
+// into the labelling kernel), UpdateAtomic (one atomic per point and slot),
+// UpdateSorted (counting sort by label, then segment sums without
+// atomics), UpdateHost (labels back to the host, sums there).
 func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Session, error) {
 	if err := pts.Validate(); err != nil {
 		return nil, err
 	}
-	s := &session{b: b, pts: pts, variant: os.Getenv("KQUANT_CUDA_KERNEL")}
+	s := &session{b: b, pts: pts, variant: os.Getenv("KQUANT_CUDA_KERNEL"), algo: opt.Algorithm, cur: opt.Algorithm}
 	switch opt.Algorithm {
 	case kmeans.Auto, kmeans.GEMM:
 		s.allowFast = b.fastErr == nil
-	case kmeans.Lloyd:
+	case kmeans.Lloyd, kmeans.WuHong, kmeans.Bounds:
 	default:
 		return nil, fmt.Errorf("cudakern: the cuda backend has no algorithm %q", opt.Algorithm)
 	}
 	switch opt.Update {
 	case kmeans.UpdateAuto, kmeans.UpdateBlock:
+		s.update = kmeans.UpdateBlock
+	case kmeans.UpdateAtomic, kmeans.UpdateSorted, kmeans.UpdateHost:
+		s.update = opt.Update
 	default:
 		return nil, fmt.Errorf("cudakern: the cuda backend has no update strategy %q", opt.Update)
 	}
 	s.L = planLayout(pts)
 	s.capK = max(opt.MaxK, 1)
 	s.label32 = s.capK > 65535
+	if opt.Algorithm == kmeans.Auto {
+		s.hy = newAuto(s)
+		s.cur = s.hy.Current()
+	}
 	if s.L.n == 0 {
 		return s, nil
 	}
@@ -71,6 +89,22 @@ type session struct {
 
 	dPts, dI32, dW, dLabels, dUp, dAcc uint64
 	upBytes, accBytes                  int
+
+	algo   kmeans.Algorithm // as asked (Auto: the hybrid chooses cur)
+	cur    kmeans.Algorithm // the algorithm of the next pass: GEMM, Lloyd, WuHong or Bounds
+	update kmeans.Update    // block, atomic, sorted or host
+	hy     *auto            // kmeans.Auto's choices
+	accOK  bool             // dAcc holds the sums of the labels on the device
+	last   kmeans.Algorithm // the algorithm of the last pass
+	work   uint64           // distances of the last pass (kmeans.Counter)
+	wwork  uint64           // the same counting each warp's idle lanes (pruned kernels)
+	hostC  []uint64         // host update: counts and sums of the last pass
+	hostS  []int64
+	labBuf []int32
+	pr     prunedState // wuhong, bounds, sorted update (variants.go)
+	passes int
+	// schedule, when set (tests), dictates the algorithm of each pass
+	schedule func(pass int) kmeans.Algorithm
 
 	valid     bool
 	k         int
@@ -150,7 +184,7 @@ func (s *session) allocK(k int) error {
 		}
 		s.upBytes = up
 	}
-	acc := 8 * (4 + k*(1+L.dim))
+	acc := 8 * (nscal + k*(1+L.dim))
 	if acc > s.accBytes {
 		b.free(s.dAcc)
 		s.dAcc = 0
@@ -170,6 +204,8 @@ func (s *session) release() {
 		b.free(*p)
 		*p = 0
 	}
+	s.pr.release(b)
+	s.accOK = false
 }
 
 // Close implements kmeans.Session.
@@ -178,6 +214,9 @@ func (s *session) Close() error {
 		return nil
 	}
 	err := s.b.w.do(func() error { s.release(); return nil })
+	if s.hy != nil {
+		s.hy.hy.Save()
+	}
 	if s.tm != nil {
 		s.tm.Close()
 	}
@@ -207,6 +246,14 @@ func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stat
 		return nil
 	}
 	s.valid = false
+	if s.hy != nil {
+		s.cur = s.hy.Current()
+	}
+	if s.schedule != nil {
+		s.cur = s.schedule(s.passes)
+	}
+	s.passes++
+	t0 := time.Now()
 	err := s.b.w.do(func() error { return s.assign(centroids, k, fresh) })
 	if err != nil {
 		return err
@@ -214,10 +261,27 @@ func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stat
 	s.k, s.valid = k, true
 	s.prev = append(s.prev[:0], centroids...)
 
-	scal := s.acc[:4]
-	acc := s.acc[4:]
+	scal := s.acc[:nscal]
+	acc := s.acc[nscal:]
 	st.Inertia, st.Moved = scal[0], scal[1]
 	s.fallbacks = scal[2]
+	if s.last == kmeans.WuHong || s.last == kmeans.Bounds {
+		s.work, s.wwork = scal[3], scal[4]
+	} else {
+		s.work = uint64(s.L.n) * uint64(k)
+		s.wwork = s.work
+	}
+	if s.update == kmeans.UpdateHost {
+		if err := s.hostSums(k, st); err != nil {
+			return err
+		}
+	}
+	if s.hy != nil {
+		s.hy.observe(s, time.Since(t0), fresh, st.Moved)
+	}
+	if s.update == kmeans.UpdateHost {
+		return nil
+	}
 	for c := range k {
 		w := acc[c*(1+dim)]
 		st.Counts[c] = w
@@ -229,10 +293,11 @@ func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stat
 	return nil
 }
 
-// assign runs on the worker thread.
+// assign runs on the worker thread: one labelling pass with the algorithm
+// s.cur, then the update strategy's pass, then the read-back of the sums
+// and scalars.
 func (s *session) assign(centroids []int32, k int, fresh bool) error {
-	b, L := s.b, &s.L
-	dim := L.dim
+	b := s.b
 	if k > s.capK || (k > 65535 && !s.label32) {
 		if k > 65535 && !s.label32 {
 			b.free(s.dLabels)
@@ -242,21 +307,97 @@ func (s *session) assign(centroids []int32, k int, fresh bool) error {
 			return err
 		}
 	}
+	if fresh {
+		s.accOK = false
+		s.pr.boundsOK = false
+	}
+	slots := k * (1 + s.L.dim)
+	noacc := s.update != kmeans.UpdateBlock
+	var flags int32
+	if fresh {
+		flags |= flagAllMoved
+	}
+	if noacc {
+		flags |= flagNoAcc
+	} else if !s.accOK {
+		flags |= flagFreshAcc
+	}
+	zero := 2 * nscal
+	if flags&flagFreshAcc != 0 || s.update == kmeans.UpdateAtomic {
+		zero += 2 * slots
+	}
+	if err := b.memset32(s.dAcc, 0, zero); err != nil {
+		return err
+	}
+	s.pr.initPass, s.pr.reordered = false, false
+	algo := s.cur
+	if algo == kmeans.WuHong && k > maxRIDK {
+		algo = kmeans.Lloyd // the device sort of RID rows takes k ≤ maxRIDK
+	}
+	var err error
+	switch algo {
+	case kmeans.WuHong, kmeans.Bounds:
+		err = s.prunedPass(centroids, k, algo, flags)
+	default:
+		err = s.lloydPass(centroids, k, algo == kmeans.GEMM || algo == kmeans.Auto, flags)
+	}
+	if err != nil {
+		return err
+	}
+	s.last = algo
+	if algo != kmeans.Bounds {
+		s.pr.boundsOK = false // labels moved without the bounds
+	}
+	switch s.update {
+	case kmeans.UpdateAtomic, kmeans.UpdateSorted:
+		if err := s.updatePass(k); err != nil {
+			return err
+		}
+	}
+	n := nscal + slots
+	if s.update == kmeans.UpdateHost {
+		n = nscal
+	}
+	if cap(s.acc) < n {
+		s.acc = make([]uint64, n)
+	}
+	s.acc = s.acc[:n]
+	if err := b.dtoh(unsafe.Pointer(&s.acc[0]), s.dAcc, 8*n); err != nil {
+		return err
+	}
+	s.accOK = s.update != kmeans.UpdateHost
+	if s.tm != nil {
+		var ms float32
+		if err := b.a.check("cuEventElapsedTime", b.a.cuEventElapsedTime(unsafe.Pointer(&ms), s.tm.start, s.tm.end)); err != nil {
+			return err
+		}
+		s.ms = float64(ms)
+	}
+	if algo == kmeans.WuHong {
+		return s.epochCheck(k, fresh)
+	}
+	return nil
+}
+
+// lloydPass labels every point by comparing it with every centroid: the
+// tensor-core (or scalar) fast kernel when fast allows it and it is exact
+// for these centroids, else the plain exact kernel.
+func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) error {
+	b, L := s.b, &s.L
+	dim := L.dim
 	kpad := (k + 7) / 8 * 8
 	slots := k * (1 + dim)
 	fastSmem := 16*kpad + 8*slots
-	useFast := s.allowFast && !s.label32 && fastSmem <= b.smem && L.fastFits(centroids)
+	useFast := fast && s.allowFast && !s.label32 && fastSmem <= b.smem && L.fastFits(centroids)
 
 	p := kparams{
 		Weights: s.dW, Labels: s.dLabels,
-		Acc: s.dAcc + 32, Scal: s.dAcc,
+		Acc: s.dAcc + 8*nscal, Scal: s.dAcc,
 		N: int32(L.n), Npad: int32(L.npad), K: int32(k), Kpad: int32(kpad), Dim: int32(dim),
+		Flags: flags,
 	}
 	if s.label32 {
 		p.Label32 = 1
-	}
-	if fresh {
-		p.Flags = flagAllMoved | flagFreshAcc
 	}
 	up := upHeader
 	var kernel string
@@ -285,29 +426,17 @@ func (s *session) assign(centroids []int32, k int, fresh bool) error {
 		}
 		work = (L.n + perIter - 1) / perIter
 	} else {
-		if s.dI32 == 0 {
-			if err := s.uploadI32(); err != nil {
-				return err
-			}
+		if err := s.ensureI32(); err != nil {
+			return err
 		}
 		p.Pts, p.Fmt = s.dI32, fmtI32
-		size := 8
+		size := s.centroidsT(centroids)
 		kernel = kGenI64
-		if L.exactFloat(centroids) {
-			size, kernel = 4, kGenF32
+		if size == 4 {
+			kernel = kGenF32
 		}
 		up += size * k * dim
-		s.grow(up)
 		p.Cent = s.dUp + upHeader
-		for i, v := range centroids {
-			x := int64(v) - L.center[i%dim]
-			o := upHeader + size*i
-			if size == 4 {
-				*(*float32)(unsafe.Pointer(&s.up[o])) = float32(x)
-			} else {
-				*(*int64)(unsafe.Pointer(&s.up[o])) = x
-			}
-		}
 		cc := max(1, min(k, 16384/(size*dim)))
 		chunkBytes := (cc*size*dim + 15) / 16 * 16
 		p.Chunk = int32(cc)
@@ -321,15 +450,6 @@ func (s *session) assign(centroids []int32, k int, fresh bool) error {
 		p.AccSlots = int32(accSlots)
 		smem = chunkBytes + 8*accSlots
 		work = (L.n + 255) / 256
-	}
-	*(*kparams)(unsafe.Pointer(&s.up[0])) = p
-
-	zero := 8
-	if fresh {
-		zero = 8 + 2*slots
-	}
-	if err := b.memset32(s.dAcc, 0, zero); err != nil {
-		return err
 	}
 	grid := b.blocks(kernel, smem, work)
 	if useFast && s.pts.Weights == nil {
@@ -345,15 +465,13 @@ func (s *session) assign(centroids []int32, k int, fresh bool) error {
 			// once saves contended atomics (match + reduce per group)
 			p.Flags |= flagAggregate
 		}
-		*(*kparams)(unsafe.Pointer(&s.up[0])) = p
 	}
+	*(*kparams)(unsafe.Pointer(&s.up[0])) = p
 	if err := b.htod(s.dUp, unsafe.Pointer(&s.up[0]), up); err != nil {
 		return err
 	}
-	if s.tm != nil {
-		if err := b.a.check("cuEventRecord", b.a.cuEventRecord(s.tm.start, 0)); err != nil {
-			return err
-		}
+	if err := s.mark(true); err != nil {
+		return err
 	}
 	kp := new(kparams)
 	*kp = p
@@ -362,28 +480,52 @@ func (s *session) assign(centroids []int32, k int, fresh bool) error {
 	if err != nil {
 		return err
 	}
-	if s.tm != nil {
-		if err := b.a.check("cuEventRecord", b.a.cuEventRecord(s.tm.end, 0)); err != nil {
-			return err
-		}
-	}
-	n := 4 + slots
-	if cap(s.acc) < n {
-		s.acc = make([]uint64, n)
-	}
-	s.acc = s.acc[:n]
-	if err := b.dtoh(unsafe.Pointer(&s.acc[0]), s.dAcc, 8*n); err != nil {
-		return err
-	}
-	if s.tm != nil {
-		var ms float32
-		if err := b.a.check("cuEventElapsedTime", b.a.cuEventElapsedTime(unsafe.Pointer(&ms), s.tm.start, s.tm.end)); err != nil {
-			return err
-		}
-		s.ms = float64(ms)
-	}
 	s.lastFast = useFast
-	return nil
+	return s.mark(false)
+}
+
+// ensureI32 uploads the points as int32 columns (the exact kernels'
+// format) on first use.
+func (s *session) ensureI32() error {
+	if s.dI32 != 0 {
+		return nil
+	}
+	return s.uploadI32()
+}
+
+// centroidsT writes centroids, centred, at upHeader of the staging buffer
+// in the exact kernels' type: float32 when every distance is exact in it
+// (returns 4), else int64 (returns 8).
+func (s *session) centroidsT(centroids []int32) int {
+	L := &s.L
+	size := 8
+	if L.exactFloat(centroids) {
+		size = 4
+	}
+	s.grow(upHeader + size*len(centroids))
+	for i, v := range centroids {
+		x := int64(v) - L.center[i%L.dim]
+		o := upHeader + size*i
+		if size == 4 {
+			*(*float32)(unsafe.Pointer(&s.up[o])) = float32(x)
+		} else {
+			*(*int64)(unsafe.Pointer(&s.up[o])) = x
+		}
+	}
+	return size
+}
+
+// mark records a timing event before (start) or after the pass's kernels
+// when the session is timed (benchmarks).
+func (s *session) mark(start bool) error {
+	if s.tm == nil {
+		return nil
+	}
+	ev := s.tm.end
+	if start {
+		ev = s.tm.start
+	}
+	return s.b.a.check("cuEventRecord", s.b.a.cuEventRecord(ev, 0))
 }
 
 func (s *session) grow(n int) {

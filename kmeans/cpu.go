@@ -27,10 +27,7 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 	}
 	algo := opt.Algorithm
 	if algo == Auto {
-		algo = Bounds
-		if pts.Dim <= maxTreeDim {
-			algo = KDTree
-		}
+		return newAutoSession(pts, opt, workers) // auto.go
 	}
 	if algo == KDTree {
 		if opt.Update != UpdateAuto {

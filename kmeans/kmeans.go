@@ -123,6 +123,8 @@ type Model struct {
 	Start      int      // index of the winning start
 	Starts     int      // number of starts run
 	Backend    string   // name of the backend that ran it
+	Algorithm  string   // the assignment algorithm of the last pass on all points (Auto: the one it chose)
+	Why        string   // why that algorithm: "asked for", or Auto's reasons and switches
 }
 
 // K returns the number of clusters in m.

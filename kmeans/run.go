@@ -149,6 +149,13 @@ func (r *runner) finish(full stage, m *Model, starts int) (*Model, error) {
 	}
 	m.Starts = starts
 	m.Backend = r.cfg.Backend.Name()
+	m.Algorithm, m.Why = string(r.cfg.Algorithm), "asked for"
+	if c, ok := full.sess.(Chooser); ok {
+		a, why := c.Choice()
+		m.Algorithm, m.Why = string(a), why
+	} else if r.cfg.Algorithm == Auto {
+		m.Algorithm, m.Why = "auto", "the backend's own choice"
+	}
 	m.compact(len(r.cfg.Fixed) / r.pts.Dim)
 	return m, nil
 }

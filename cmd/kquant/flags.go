@@ -47,6 +47,7 @@ type config struct {
 	workers     int
 	json        bool
 	quiet       bool
+	verbose     bool
 	recursive   bool
 	force       bool
 	out         string
@@ -135,6 +136,7 @@ func flagSet(cmd string, c *config) *flag.FlagSet {
 	fs.IntVar(&c.workers, "j", 0, "CPU threads to use; 0 uses all")
 	fs.BoolVar(&c.json, "json", false, "print one JSON report per image on stdout")
 	fs.BoolVar(&c.quiet, "q", false, "quiet: no progress bar, no summary lines")
+	fs.BoolVar(&c.verbose, "v", false, "verbose: also say which assignment algorithm k-means used and why")
 	fs.StringVar(&c.out, "o", "", outHelp[cmd])
 	fs.BoolVar(&c.recursive, "r", false, "recurse into directories given as inputs")
 	fs.StringVar(&c.name, "name", "", "output name `pattern` without extension: {name} (input name), {k}, {space}, {seed}")
@@ -249,6 +251,8 @@ func parseArgs(args []string) (*config, error) {
 			return nil, usagef("", "devices takes no arguments")
 		}
 		return nil, errDevices
+	case "bench":
+		return nil, benchArgs{args[1:]} // bench.go
 	case cmdQuantize, cmdPalette, cmdSegment:
 	default:
 		return nil, usagef("", "unknown command %q", cmd)

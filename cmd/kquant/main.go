@@ -7,6 +7,7 @@
 //	kquant palette  [flags] INPUT...   extract the k dominant colours
 //	kquant segment  [flags] INPUT...   split images into k colour clusters
 //	kquant devices
+//	kquant bench    [flags] [IMAGE...]  time the k-means algorithms
 //	kquant version
 //
 // Inputs are image files (PNG, JPEG, GIF, BMP, TIFF, WebP), globs, or
@@ -54,7 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, term *os.
 	if err != nil {
 		var ue *usageError
 		var help errHelp
+		var ba benchArgs
 		switch {
+		case errors.As(err, &ba):
+			return runBench(ctx, ba.args, stdout, stderr)
 		case errors.As(err, &help):
 			usage(stdout, help.cmd)
 			return exitOK

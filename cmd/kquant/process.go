@@ -203,6 +203,9 @@ func (r *runner) process(ctx context.Context, in input) error {
 	}
 	if !cfg.quiet {
 		r.prog.logf(r.stderr, "%s", summary(in.path, paths, res, time.Since(start)))
+		if cfg.verbose {
+			r.prog.logf(r.stderr, "  k-means on %s: %s (%s)", res.Model.Backend, res.Model.Algorithm, res.Model.Why)
+		}
 	}
 	if r.reports != nil {
 		rep := res.Report(in.path, format, paths, q)

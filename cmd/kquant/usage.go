@@ -17,6 +17,7 @@ Usage:
   kquant palette  [flags] INPUT...   `+summaries[cmdPalette]+`
   kquant segment  [flags] INPUT...   `+summaries[cmdSegment]+`
   kquant devices                     list the GPUs k-means can run on
+  kquant bench [flags] [IMAGE...]    time the k-means algorithms (kquant bench -h)
   kquant version                     print the version
   kquant help COMMAND                the flags of a command
 

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchCommand runs a small synthetic bench on the CPU: every run gives
+// the same result (the bench checks it and exits 0), the table has a row
+// per algorithm and auto's comparison, and the plots are PNGs.
+func TestBenchCommand(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--preset", "table1", "--n", "20000", "--backends", "cpu",
+		"--algos", "lloyd,bounds,wuhong,auto", "--max-iter", "4", "-o", dir}, &out, &errb, nil)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	table := out.String()
+	for _, want := range []string{"| n=20000 d=41 k=24 σ²=0.05 | cpu | lloyd | auto |", "| cpu | wuhong |", "| cpu | bounds |", "auto / best"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "✗") {
+		t.Errorf("a run gave another result:\n%s", table)
+	}
+	for _, f := range []string{"bench.md", "bench-speedup-k24.png", "bench-saving-k24.png"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(f, ".png") {
+			img, err := png.Decode(bytes.NewReader(b))
+			if err != nil || img.Bounds().Dx() != 900 {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+	}
+	if code := run(context.Background(), []string{"bench", "--preset", "nope"}, &out, &errb, nil); code != exitUsage {
+		t.Errorf("bad preset: exit %d", code)
+	}
+}

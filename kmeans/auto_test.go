@@ -1,0 +1,143 @@
+package kmeans
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAutoSwitchesKeepStats forces Auto through every algorithm, switching
+// at every pass in a fixed rotation (into and out of the kd-tree, into
+// Bounds from each of the others), and checks that the model and every
+// iteration's inertia and moved weight equal plain Lloyd's.
+func TestAutoSwitchesKeepStats(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	type step struct{ inertia, moved uint64 }
+	for _, tc := range []struct {
+		seed   uint64
+		n, dim int
+		span   int32
+		k      int
+	}{{31, 20000, 3, 2040, 24}, {32, 6000, 9, 500, 12}, {33, 8000, 3, 30, 16}} {
+		p := randomPoints(tc.seed, tc.n, tc.dim, tc.span)
+		run := func(algo Algorithm) (*Model, []step) {
+			var steps []step
+			m, err := Run(context.Background(), p, Config{K: tc.k, Seed: 9, Algorithm: algo, Starts: 2, Breathe: 2, Coarse: 3000, Tol: -1, MaxIter: 40},
+				func(it Iteration) { steps = append(steps, step{it.Inertia, it.Moved}) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m, steps
+		}
+		want, wantSteps := run(Lloyd)
+		for _, rot := range [][]Algorithm{
+			{KDTree, Bounds, WuHong, KDTree, Lloyd, Bounds, GEMM, KDTree, KDTree, Bounds},
+			{Bounds, Bounds, WuHong, GEMM, Bounds, Lloyd, Lloyd, WuHong},
+		} {
+			if tc.dim > maxTreeDim {
+				rot = slices.DeleteFunc(slices.Clone(rot), func(a Algorithm) bool { return a == KDTree })
+			}
+			calls := 0
+			autoSchedule = func(pass int) Algorithm { calls++; return rot[pass%len(rot)] }
+			got, gotSteps := run(Auto)
+			autoSchedule = nil
+			if calls < 2*len(rot) {
+				t.Fatalf("only %d passes under the rotation", calls)
+			}
+			if err := sameModel(got, want); err != "" {
+				t.Fatalf("seed %d rotation %v: %s", tc.seed, rot, err)
+			}
+			if !slices.Equal(gotSteps, wantSteps) {
+				t.Fatalf("seed %d rotation %v: iterations report other inertia or moved weight", tc.seed, rot)
+			}
+		}
+	}
+}
+
+func sameModel(a, b *Model) string {
+	switch {
+	case !slices.Equal(a.Centroids, b.Centroids):
+		return "centroids differ"
+	case !slices.Equal(a.Labels, b.Labels):
+		return "labels differ"
+	case !slices.Equal(a.Counts, b.Counts):
+		return "counts differ"
+	case a.Inertia != b.Inertia || a.Iterations != b.Iterations || a.Converged != b.Converged:
+		return "inertia or iterations differ"
+	}
+	return ""
+}
+
+// TestAutoReportsChoice: Run says what Auto chose and why, and what an
+// explicit algorithm was.
+func TestAutoReportsChoice(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	p := randomPoints(41, 5000, 3, 2040)
+	m, err := Run(context.Background(), p, Config{K: 8, Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Algorithm != string(KDTree) || !strings.Contains(m.Why, "kd-tree") {
+		t.Errorf("auto in 3-D: %q (%s), want the kd-tree", m.Algorithm, m.Why)
+	}
+	q := randomPoints(42, 3000, 12, 300)
+	m, err = Run(context.Background(), q, Config{K: 8, Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Algorithm == string(KDTree) || m.Algorithm == "" || m.Why == "" {
+		t.Errorf("auto in 12-D: %q (%s)", m.Algorithm, m.Why)
+	}
+	m, err = Run(context.Background(), p, Config{K: 8, Seed: 1, Algorithm: WuHong}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Algorithm != string(WuHong) || m.Why != "asked for" {
+		t.Errorf("explicit wuhong: %q (%s)", m.Algorithm, m.Why)
+	}
+}
+
+// TestHybridSwitchesToCheaper feeds the policy pass times: a current
+// algorithm far slower than another's model switches at the next epoch
+// boundary, with the reason logged; one that is cheapest stays.
+func TestHybridSwitchesToCheaper(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	defs := map[Algorithm]Cost{Lloyd: {Unit: 1e-9}, Bounds: {Unit: 1e-9}}
+	h := NewHybrid(HybridConfig{Key: "test", N: 1000, Dim: 4, Candidates: []Algorithm{Bounds, Lloyd}, Start: Bounds, Why: "test", Defaults: defs})
+	// Lloyd at k = 10: 1000·4·10 ns = 40 µs a pass; Bounds takes 1 ms.
+	h.Observe(time.Millisecond, 10000, 10, true, 1)
+	for range 2 {
+		h.Observe(time.Millisecond, 10000, 10, false, 0.5)
+	}
+	if a, why := h.Choice(); a != Lloyd || !strings.Contains(why, "switched") {
+		t.Fatalf("after a slow epoch: %s (%s), want lloyd", a, why)
+	}
+	h2 := NewHybrid(HybridConfig{Key: "test", N: 1000, Dim: 4, Candidates: []Algorithm{Bounds, Lloyd}, Start: Bounds, Why: "test", Defaults: defs})
+	for range 8 {
+		h2.Observe(10*time.Microsecond, 1000, 10, false, 0.01)
+	}
+	if a, _ := h2.Choice(); a != Bounds {
+		t.Fatalf("cheapest algorithm left: now %s", a)
+	}
+}
+
+// TestCalibrationCached: the constants a session measured are saved and
+// read back by the next.
+func TestCalibrationCached(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KQUANT_CACHE_DIR", dir)
+	t.Setenv("KQUANT_CALIBRATION", "")
+	defs := map[Algorithm]Cost{Lloyd: {Unit: 1e-9}}
+	h := NewHybrid(HybridConfig{Key: "k1", N: 1000, Dim: 2, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Defaults: defs})
+	h.Observe(time.Millisecond, 10000, 10, false, 1) // 1 ms / (1000·2·10) = 50 ns
+	h.Save()
+	h2 := NewHybrid(HybridConfig{Key: "k1", N: 1000, Dim: 2, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Defaults: defs})
+	if c := h2.Cost(Lloyd); c.Unit < 40e-9 || c.Unit > 60e-9 || c.Samples != 1 {
+		t.Fatalf("cached unit %g (%d samples), want ≈ 50 ns", c.Unit, c.Samples)
+	}
+	if CalibrationPath() == "" || !strings.HasPrefix(CalibrationPath(), dir) {
+		t.Fatalf("path %q", CalibrationPath())
+	}
+}
