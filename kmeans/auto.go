@@ -53,6 +53,7 @@ type Hybrid struct {
 	cands  []Algorithm
 	cur    Algorithm
 	consts map[Algorithm]*Cost
+	deflt  map[Algorithm]Cost // the defaults, which bound what a fit may say
 
 	steady     int // steady passes observed
 	nextEpoch  int
@@ -101,13 +102,13 @@ type HybridConfig struct {
 // NewHybrid returns the policy for one session.
 func NewHybrid(c HybridConfig) *Hybrid {
 	h := &Hybrid{key: c.Key, n: c.N, dim: c.Dim, cands: c.Candidates, cur: c.Start, nextEpoch: 2,
-		consts: map[Algorithm]*Cost{}, meas: map[Algorithm]measure{}, tries: map[Algorithm]int{},
+		consts: map[Algorithm]*Cost{}, deflt: c.Defaults, meas: map[Algorithm]measure{}, tries: map[Algorithm]int{},
 		switchCost: c.SwitchCost, moved: 1}
 	cached := loadCalibration(c.Key)
 	for _, a := range c.Candidates {
 		v := c.Defaults[a]
 		if m, ok := cached[a]; ok && m.Unit > 0 {
-			v.Unit, v.Samples = m.Unit, m.Samples
+			v.Unit, v.Samples = clampUnit(m.Unit, c.Defaults[a].Unit), m.Samples
 		}
 		h.consts[a] = &v
 	}
@@ -131,6 +132,26 @@ func NewHybrid(c HybridConfig) *Hybrid {
 	}
 	h.why = append(h.why, fmt.Sprintf("%s: %s", h.cur, c.Why))
 	return h
+}
+
+// A fit is only learnt from sessions of at least minFitPoints points, where
+// the fixed costs of a pass do not swamp the per-distance one, and only
+// within fitRange times the default either way: a pass slowed by other
+// work on the machine, or a pruning pass whose per-point overhead
+// outweighs its few distances, must not teach the model a cost that rules
+// an algorithm out for good.
+const (
+	minFitPoints = 1 << 14
+	fitRange     = 4
+)
+
+// clampUnit bounds a cached per-distance cost to fitRange times the
+// default d either way.
+func clampUnit(u, d float64) float64 {
+	if d <= 0 {
+		return u
+	}
+	return min(max(u, d/fitRange), d*fitRange)
 }
 
 // Current returns the algorithm of the next pass.
@@ -223,9 +244,9 @@ func (h *Hybrid) Observe(d time.Duration, work uint64, k int, fresh bool, moved 
 		w = 0
 	}
 	h.meas[h.cur] = measure{secs: secs, work: w, k: k, epoch: h.epoch()}
-	if c := h.consts[h.cur]; c != nil && w > 0 && h.n > 0 && h.dim > 0 {
+	if c := h.consts[h.cur]; c != nil && w > 0 && h.n >= minFitPoints && h.dim > 0 {
 		u := (secs - c.Fixed - float64(h.n)*c.PerPoint) / (float64(h.n) * float64(h.dim) * w)
-		if u > 0 {
+		if d := h.deflt[h.cur].Unit; u > 0 && (d <= 0 || (u > d/fitRange && u < d*fitRange)) {
 			// running mean over the first passes, then a moving average
 			c.Samples++
 			a := math.Max(1/float64(c.Samples), 0.2)

@@ -130,12 +130,20 @@ func TestCalibrationCached(t *testing.T) {
 	t.Setenv("KQUANT_CACHE_DIR", dir)
 	t.Setenv("KQUANT_CALIBRATION", "")
 	defs := map[Algorithm]Cost{Lloyd: {Unit: 1e-9}}
-	h := NewHybrid(HybridConfig{Key: "k1", N: 1000, Dim: 2, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Defaults: defs})
-	h.Observe(time.Millisecond, 10000, 10, false, 1) // 1 ms / (1000·2·10) = 50 ns
+	const n = 20000
+	h := NewHybrid(HybridConfig{Key: "k1", N: n, Dim: 2, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Defaults: defs})
+	h.Observe(1200*time.Microsecond, 10*n, 10, false, 1) // 1.2 ms / (n·2·10) = 3 ns
+	h.Observe(100*time.Millisecond, 10*n, 10, false, 1)  // 250 ns: an outlier, not learnt
 	h.Save()
-	h2 := NewHybrid(HybridConfig{Key: "k1", N: 1000, Dim: 2, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Defaults: defs})
-	if c := h2.Cost(Lloyd); c.Unit < 40e-9 || c.Unit > 60e-9 || c.Samples != 1 {
-		t.Fatalf("cached unit %g (%d samples), want ≈ 50 ns", c.Unit, c.Samples)
+	h2 := NewHybrid(HybridConfig{Key: "k1", N: n, Dim: 2, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Defaults: defs})
+	if c := h2.Cost(Lloyd); c.Unit < 2.9e-9 || c.Unit > 3.1e-9 || c.Samples != 1 {
+		t.Fatalf("cached unit %g (%d samples), want ≈ 3 ns from one sample", c.Unit, c.Samples)
+	}
+	// A small session teaches nothing.
+	h3 := NewHybrid(HybridConfig{Key: "k2", N: 1000, Dim: 2, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Defaults: defs})
+	h3.Observe(60*time.Microsecond, 10000, 10, false, 1)
+	if c := h3.Cost(Lloyd); c.Samples != 0 || c.Unit != 1e-9 {
+		t.Fatalf("a 1000-point session fitted unit %g (%d samples)", c.Unit, c.Samples)
 	}
 	if CalibrationPath() == "" || !strings.HasPrefix(CalibrationPath(), dir) {
 		t.Fatalf("path %q", CalibrationPath())
