@@ -34,12 +34,12 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/kquant/kquant/imgio"
 	"github.com/kquant/kquant/imgio/lab"
 	"github.com/kquant/kquant/imgio/palette"
+	"github.com/kquant/kquant/internal/par"
 	"github.com/kquant/kquant/kmeans"
 )
 
@@ -332,7 +332,7 @@ func (r *Result) Indices() []int32 { return r.expand(r.ColorIndices) }
 func (r *Result) expand(perColor []int32) []int32 {
 	idx := r.Colors.Index
 	out := make([]int32, len(idx))
-	parallel(r.workers, len(idx), 1<<16, func(lo, hi int) {
+	par.Ranges(r.workers, len(idx), 1<<16, func(lo, hi int) {
 		for i, c := range idx[lo:hi] {
 			if c >= 0 {
 				out[lo+i] = perColor[c]
@@ -393,7 +393,7 @@ func (r *Result) paletted(img *image.NRGBA) *image.Paletted {
 	dst := image.NewPaletted(img.Bounds(), pal)
 	w := r.Colors.Width
 	idx := r.Colors.Index
-	parallel(r.workers, r.Colors.Height, 64, func(y0, y1 int) {
+	par.Ranges(r.workers, r.Colors.Height, 64, func(y0, y1 int) {
 		for y := y0; y < y1; y++ {
 			row := dst.Pix[y*dst.Stride : y*dst.Stride+w]
 			for x, c := range idx[y*w : (y+1)*w] {
@@ -406,23 +406,4 @@ func (r *Result) paletted(img *image.NRGBA) *image.Paletted {
 		}
 	})
 	return dst
-}
-
-// parallel calls f on consecutive ranges covering [0, n), on up to workers
-// goroutines, giving each at least min items.
-func parallel(workers, n, minItems int, f func(lo, hi int)) {
-	w := max(1, min(workers, n/minItems))
-	if w == 1 {
-		f(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for i := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(i*n/w, (i+1)*n/w)
-		}()
-	}
-	wg.Wait()
 }

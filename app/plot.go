@@ -1,6 +1,7 @@
 package app
 
 import (
+	"github.com/kquant/kquant/internal/raster"
 	"image"
 	"image/color"
 	"image/draw"
@@ -108,7 +109,7 @@ func drawSteps(img *image.NRGBA, r image.Rectangle, steps []step, c color.NRGBA)
 		x, y := pos(i)
 		if i > 0 && steps[i-1].Start == steps[i].Start && steps[i].Index > 0 {
 			px, py := pos(i - 1)
-			line(img, px, py, x, y, c)
+			raster.Line(img, px, py, x, y, 1, c)
 		}
 		for dy := -1; dy <= 1; dy++ {
 			for dx := -1; dx <= 1; dx++ {
@@ -116,39 +117,4 @@ func drawSteps(img *image.NRGBA, r image.Rectangle, steps []step, c color.NRGBA)
 			}
 		}
 	}
-}
-
-// line draws a line from (x0, y0) to (x1, y1) (Bresenham).
-func line(img *image.NRGBA, x0, y0, x1, y1 int, c color.NRGBA) {
-	dx, dy := abs(x1-x0), -abs(y1-y0)
-	sx, sy := 1, 1
-	if x0 > x1 {
-		sx = -1
-	}
-	if y0 > y1 {
-		sy = -1
-	}
-	e := dx + dy
-	for {
-		img.SetNRGBA(x0, y0, c)
-		if x0 == x1 && y0 == y1 {
-			return
-		}
-		e2 := 2 * e
-		if e2 >= dy {
-			e += dy
-			x0 += sx
-		}
-		if e2 <= dx {
-			e += dx
-			y0 += sy
-		}
-	}
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

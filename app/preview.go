@@ -1,10 +1,10 @@
 package app
 
 import (
+	"github.com/kquant/kquant/internal/par"
 	"image"
 	"image/color"
 	"runtime"
-	"sync"
 
 	"github.com/kquant/kquant/imgio"
 	"github.com/kquant/kquant/kmeans"
@@ -131,26 +131,7 @@ func nrgbaPalette(p color.Palette) []color.NRGBA {
 // parallelRows calls f on consecutive row ranges covering [0, n), on up to
 // GOMAXPROCS goroutines.
 func parallelRows(n int, f func(y0, y1 int)) {
-	parallel(n, 16, f)
-}
-
-// parallel calls f on consecutive ranges covering [0, n), on up to
-// GOMAXPROCS goroutines, each given at least minItems items.
-func parallel(n, minItems int, f func(lo, hi int)) {
-	w := max(1, min(runtime.GOMAXPROCS(0), n/max(1, minItems)))
-	if w == 1 {
-		f(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for i := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(i*n/w, (i+1)*n/w)
-		}()
-	}
-	wg.Wait()
+	par.Ranges(runtime.GOMAXPROCS(0), n, 16, f)
 }
 
 // nearest returns, for every point of pts, the index of the nearest of the

@@ -79,8 +79,9 @@ func TestAutoReportsChoice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Algorithm != string(KDTree) || !strings.Contains(m.Why, "kd-tree") {
-		t.Errorf("auto in 3-D: %q (%s), want the kd-tree", m.Algorithm, m.Why)
+	// It starts with the kd-tree; where it ends depends on measured times.
+	if !strings.HasPrefix(m.Why, "kdtree: ") || !strings.Contains(m.Why, "kd-tree") || m.Algorithm == "" {
+		t.Errorf("auto in 3-D: %q (%s), want a start from the kd-tree", m.Algorithm, m.Why)
 	}
 	q := randomPoints(42, 3000, 12, 300)
 	m, err = Run(context.Background(), q, Config{K: 8, Seed: 1}, nil)

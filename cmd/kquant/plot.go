@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/kquant/kquant/internal/raster"
 	"image"
 	"image/color"
 	"image/draw"
@@ -102,12 +103,12 @@ func (p *plot) writePNG(out io.Writer, w, h int) error {
 				}
 			}
 			if have {
-				line(img, prevX, prevY, x, y, c)
+				raster.Line(img, prevX, prevY, x, y, 2, c)
 			}
 			prevX, prevY, have = x, y, true
 		}
 		ly := top + 14*si + 10
-		line(img, left+pw+10, ly-4, left+pw+30, ly-4, c)
+		raster.Line(img, left+pw+10, ly-4, left+pw+30, ly-4, 2, c)
 		text(img, left+pw+36, ly, s.name, black)
 	}
 	return png.Encode(out, img)
@@ -123,42 +124,6 @@ func vline(img *image.NRGBA, x, y0, y1 int, c color.Color) {
 	for y := y0; y <= y1; y++ {
 		img.Set(x, y, c)
 	}
-}
-
-// line draws a segment, two pixels wide (Bresenham).
-func line(img *image.NRGBA, x0, y0, x1, y1 int, c color.Color) {
-	dx, dy := abs(x1-x0), -abs(y1-y0)
-	sx, sy := 1, 1
-	if x0 > x1 {
-		sx = -1
-	}
-	if y0 > y1 {
-		sy = -1
-	}
-	e := dx + dy
-	for {
-		img.Set(x0, y0, c)
-		img.Set(x0, y0+1, c)
-		if x0 == x1 && y0 == y1 {
-			return
-		}
-		e2 := 2 * e
-		if e2 >= dy {
-			e += dy
-			x0 += sx
-		}
-		if e2 <= dx {
-			e += dx
-			y0 += sy
-		}
-	}
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
 
 func text(img *image.NRGBA, x, y int, s string, c color.Color) {
