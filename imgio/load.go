@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/kquant/kquant/internal/par"
 	"image"
 	"image/color"
 	"image/draw"
@@ -24,7 +25,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
@@ -699,20 +699,7 @@ func nrgbaOf(c color.Color) color.NRGBA {
 // parallelRows calls f on bands of rows [y0, y1) covering [0, h), on up to
 // GOMAXPROCS goroutines when the image is large enough to gain from it.
 func parallelRows(h int, f func(y0, y1 int)) {
-	workers := min(runtime.GOMAXPROCS(0), h/minRowsPerWorker)
-	if workers <= 1 {
-		f(0, h)
-		return
-	}
-	var wg sync.WaitGroup
-	for i := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(i*h/workers, (i+1)*h/workers)
-		}()
-	}
-	wg.Wait()
+	par.Ranges(runtime.GOMAXPROCS(0), h, minRowsPerWorker, f)
 }
 
 // minRowsPerWorker is the fewest rows worth a goroutine (a variable so that

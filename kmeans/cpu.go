@@ -437,12 +437,7 @@ func (s *cpuSession) assignBounds(p *partial, lo, hi int, fresh, rebased bool) {
 			// least gap − u away: |x−y| ≥ |c−y| − |x−c|.
 			a = int(s.inv[a])
 			if a < 0 {
-				best, d1, d2, ev := g.search(x, -1, 0)
-				p.work += ev
-				s.upper[i] = sqrt(d1) - g.cumDrift[best]
-				s.lower[i] = sqrt(d2) + g.cumMax
-				p.move(x, s.origin, s.pts.Weight(i), -1, best)
-				s.labels[i] = int32(best)
+				s.searchAll(p, i, x)
 				continue
 			}
 			ao := s.labels[i]
@@ -480,13 +475,20 @@ func (s *cpuSession) assignBounds(p *partial, lo, hi int, fresh, rebased bool) {
 			}
 			continue
 		}
-		best, d1, d2, ev := g.search(x, -1, 0)
-		p.work += ev
-		s.upper[i] = sqrt(d1) - g.cumDrift[best]
-		s.lower[i] = sqrt(d2) + g.cumMax
-		p.move(x, s.origin, s.pts.Weight(i), -1, best)
-		s.labels[i] = int32(best)
+		s.searchAll(p, i, x)
 	}
+}
+
+// searchAll labels point i (coordinates x), which has no usable label or
+// bounds, by a full search, and sets its bounds.
+func (s *cpuSession) searchAll(p *partial, i int, x []int32) {
+	g := &s.geo
+	best, d1, d2, ev := g.search(x, -1, 0)
+	p.work += ev
+	s.upper[i] = sqrt(d1) - g.cumDrift[best]
+	s.lower[i] = sqrt(d2) + g.cumMax
+	p.move(x, s.origin, s.pts.Weight(i), -1, best)
+	s.labels[i] = int32(best)
 }
 
 // Rebase implements Rebaser.

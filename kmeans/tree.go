@@ -511,19 +511,6 @@ func prune(cent []int32, dim int, cands []int32, lo, hi []int32, out []int32) []
 // dominated reports whether centroid c is strictly farther than z from
 // every point of the box [lo, hi].
 func dominated(c, z, lo, hi []int32) bool {
-	if len(c) == 3 && len(z) == 3 && len(lo) == 3 && len(hi) == 3 {
-		var dc, dz int64
-		for j := range 3 {
-			v := lo[j]
-			if c[j] > z[j] {
-				v = hi[j]
-			}
-			a, b := int64(v)-int64(c[j]), int64(v)-int64(z[j])
-			dc += a * a
-			dz += b * b
-		}
-		return dc > dz
-	}
 	var dc, dz int64
 	for j := range c {
 		v := lo[j]
