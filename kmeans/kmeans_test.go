@@ -433,3 +433,104 @@ func TestNearestMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeIncrementalMatchesLloyd drives a kd-tree session through passes
+// in which a few centroids move (by a grid step or far), centroids are
+// added and removed through Rebase, and centroids coincide, and checks
+// every pass against a fresh Lloyd labelling: the incremental passes must
+// give the same labels, statistics and inertia, and count moved weight
+// the same way.
+func TestTreeIncrementalMatchesLloyd(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		seed  uint64
+		n, k  int
+		span  int32
+		steps int
+	}{{1, 20000, 40, 2040, 30}, {2, 6000, 7, 40, 30}, {3, 30000, 200, 2040, 20}} {
+		p := randomPoints(tc.seed, tc.n, 3, tc.span)
+		rng := rand.New(rand.NewPCG(tc.seed, 99))
+		tree, err := CPU.Open(p, SessionOptions{Algorithm: KDTree, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cent := slices.Clone(p.Coords[:tc.k*3])
+		var prev []int32 // labels of the last pass
+		for step := range tc.steps {
+			rebased := false
+			switch {
+			case step > 0 && step%7 == 3: // breathe in: two new centroids
+				from := make([]int, 0, len(cent)/3+2)
+				for c := range len(cent) / 3 {
+					from = append(from, c)
+				}
+				for range 2 {
+					from = append(from, -1)
+					i := rng.IntN(p.Len())
+					cent = append(cent, p.At(i)...)
+				}
+				if err := tree.(Rebaser).Rebase(from); err != nil {
+					t.Fatal(err)
+				}
+				rebased = true
+			case step > 0 && step%7 == 5: // breathe out: drop two
+				k := len(cent) / 3
+				a, b := rng.IntN(k), rng.IntN(k)
+				var from []int
+				var next []int32
+				for c := range k {
+					if c != a && c != b {
+						from = append(from, c)
+						next = append(next, centroidAt(cent, 3, c)...)
+					}
+				}
+				cent = next
+				if err := tree.(Rebaser).Rebase(from); err != nil {
+					t.Fatal(err)
+				}
+				rebased = true
+			case step > 0:
+				for range 1 + rng.IntN(4) {
+					c := rng.IntN(len(cent) / 3)
+					switch rng.IntN(4) {
+					case 0: // far
+						copy(centroidAt(cent, 3, c), p.At(rng.IntN(p.Len())))
+					case 1: // onto another centroid
+						copy(centroidAt(cent, 3, c), centroidAt(cent, 3, rng.IntN(len(cent)/3)))
+					default: // a small step
+						cent[c*3+rng.IntN(3)] += int32(rng.IntN(5)) - 2
+					}
+				}
+			}
+			var got, want Stats
+			if err := tree.Assign(ctx, cent, &got); err != nil {
+				t.Fatal(err)
+			}
+			ref, err := CPU.Open(p, SessionOptions{Algorithm: Lloyd, Workers: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ref.Assign(ctx, cent, &want); err != nil {
+				t.Fatal(err)
+			}
+			gl, wl := make([]int32, p.Len()), make([]int32, p.Len())
+			tree.Labels(gl)
+			ref.Labels(wl)
+			ref.Close()
+			if !slices.Equal(gl, wl) || !slices.Equal(got.Counts, want.Counts) || !slices.Equal(got.Sums, want.Sums) || got.Inertia != want.Inertia {
+				t.Fatalf("seed %d step %d: the kd-tree's incremental pass differs from Lloyd", tc.seed, step)
+			}
+			var moved uint64
+			for i, l := range wl {
+				if rebased || prev == nil || prev[i] != l {
+					moved += p.Weight(i)
+				}
+			}
+			if got.Moved != moved {
+				t.Fatalf("seed %d step %d: moved %d, want %d", tc.seed, step, got.Moved, moved)
+			}
+			prev = wl
+		}
+		tree.Close()
+	}
+}

@@ -14,11 +14,13 @@ import (
 // chosen. It returns fewer than k centroids when the points have fewer
 // distinct coordinate vectors.
 //
-// The result is that of the textbook algorithm, computed with less work:
-// points are grouped by their nearest centroid, and a candidate y can only
-// bring point x of group j closer if d(y, c_j) < 4·D(x) (the triangle
-// inequality on squared distances), so whole groups are skipped at once;
-// the potentials live in a Fenwick tree, so a draw costs O(log n).
+// The result is that of the textbook algorithm, computed with less work: a
+// candidate y only lowers the potential of the points x with |x−y|² <
+// D(x), D being the squared distance to the nearest centroid so far. The
+// points sit in a kd-tree whose nodes know the largest D below them, so a
+// trial enters only the boxes that may hold such points: near y, where D
+// is large. The potentials live in a Fenwick tree, so a draw costs
+// O(log n).
 func (s *seeder) plusPlus(ctx context.Context, k int, fixed []int32, trials int, rng *rand.Rand) ([]int32, error) {
 	pts, dim, n := s.pts, s.pts.Dim, s.pts.Len()
 	cent := append(make([]int32, 0, k*dim), fixed...)
@@ -31,13 +33,14 @@ func (s *seeder) plusPlus(ctx context.Context, k int, fixed []int32, trials int,
 		cent = append(cent, pts.At(first)...)
 	}
 
-	pp := &ppState{
-		pts:     pts,
-		closest: make([]uint64, n),
-		near:    make([]int32, n),
-		fw:      newFenwick(n),
-	}
+	pp := s.state()
 	pp.start(cent)
+	// A trial costs microseconds on small sets, less than handing it to
+	// another goroutine.
+	workers := s.workers
+	if n < parallelSeedPoints {
+		workers = 1
+	}
 	cand := make([]int, trials)
 	gain := make([]uint64, trials)
 	for len(cent) < k*dim {
@@ -51,8 +54,8 @@ func (s *seeder) plusPlus(ctx context.Context, k int, fixed []int32, trials int,
 		for t := range cand {
 			cand[t] = pp.fw.search(rng.Uint64N(pot))
 		}
-		if err := parallel(ctx, trials, s.workers, func(_, t int) {
-			gain[t] = pp.gain(cent, pts.At(cand[t]))
+		if err := parallel(ctx, trials, workers, func(_, t int) {
+			gain[t] = pp.gain(0, pts.At(cand[t]))
 		}); err != nil {
 			return nil, err
 		}
@@ -63,96 +66,139 @@ func (s *seeder) plusPlus(ctx context.Context, k int, fixed []int32, trials int,
 			}
 		}
 		c := pts.At(cand[best])
-		pp.add(cent, c)
+		pp.add(0, c)
 		cent = append(cent, c...)
 	}
 	return cent, nil
 }
 
-// ppState is the state of k-means++ seeding: each point's squared distance
-// to its nearest centroid so far, that centroid, the points grouped by it,
-// and the weighted distances in a Fenwick tree.
-type ppState struct {
-	pts     *Points
-	closest []uint64 // D(x)
-	near    []int32  // the centroid at distance D(x)
-	members [][]int32
-	maxD    []uint64 // largest D in each group
-	fw      *fenwick // w·D(x)
-	dc      []uint64 // scratch: distances from the new centroid to the others
-}
+// parallelSeedPoints is the fewest points for which trials run in parallel.
+const parallelSeedPoints = 1 << 16
 
-// start groups the points under the centroids cent.
-func (pp *ppState) start(cent []int32) {
-	pts, dim := pp.pts, pp.pts.Dim
-	k := len(cent) / dim
-	pp.members = make([][]int32, k, cap(cent)/dim)
-	pp.maxD = make([]uint64, k, cap(cent)/dim)
-	for i := range pts.Len() {
-		x := pts.At(i)
-		j := nearest(cent, dim, x)
-		d := Dist(x, centroidAt(cent, dim, j))
-		pp.closest[i], pp.near[i] = d, int32(j)
-		pp.members[j] = append(pp.members[j], int32(i))
-		pp.maxD[j] = max(pp.maxD[j], d)
-		pp.fw.add(i, pts.Weight(i)*d)
+// state returns the seeder's k-means++ state, with the kd-tree built on
+// first use and kept for later starts on the same points.
+func (s *seeder) state() *ppState {
+	if s.pp != nil {
+		return s.pp
 	}
+	pts, n := s.pts, s.pts.Len()
+	b := newKDBuilder(pts, make([]int64, pts.Dim))
+	b.build(0, int32(n))
+	pp := &ppState{pts: pts, dim: pts.Dim, nodes: b.nodes, lo: b.lo, hi: b.hi, perm: b.perm,
+		xs: make([]int32, n*pts.Dim), ws: make([]uint64, n), d: make([]uint64, n),
+		maxD: make([]uint64, len(b.nodes)), fw: newFenwick(n)}
+	for pos, i := range b.perm {
+		copy(pp.xs[pos*pp.dim:(pos+1)*pp.dim], pts.At(int(i)))
+		pp.ws[pos] = pts.Weight(int(i))
+	}
+	s.pp = pp
+	return pp
 }
 
-// gain returns by how much the potential would fall if y became a centroid.
-func (pp *ppState) gain(cent, y []int32) uint64 {
-	pts, dim := pp.pts, pp.pts.Dim
-	var g uint64
-	for j, m := range pp.members {
-		dc := Dist(y, centroidAt(cent, dim, j))
-		if dc >= quad(pp.maxD[j]) {
-			continue
+// ppState is the state of k-means++ seeding: the points in a kd-tree
+// (tree order), each point's squared distance D to its nearest centroid so
+// far, the largest D under each node, and the weighted distances w·D in a
+// Fenwick tree in point order.
+type ppState struct {
+	pts    *Points
+	dim    int
+	nodes  []treeNode
+	lo, hi []int32 // node boxes, dim per node
+	perm   []int32 // tree position → point index
+	xs     []int32 // coordinates in tree order
+	ws     []uint64
+	d      []uint64 // D in tree order
+	maxD   []uint64 // largest D under each node
+	fw     *fenwick // w·D by point index
+}
+
+// start sets every D to the squared distance to the nearest of cent.
+func (pp *ppState) start(cent []int32) {
+	dim := pp.dim
+	pp.fw = newFenwick(len(pp.perm))
+	for pos, i := range pp.perm {
+		x := pp.xs[pos*dim : (pos+1)*dim]
+		d := Dist(x, centroidAt(cent, dim, nearest(cent, dim, x)))
+		pp.d[pos] = d
+		pp.fw.add(int(i), pp.ws[pos]*d)
+	}
+	pp.setMax(0)
+}
+
+// setMax recomputes maxD over the subtree of node nd.
+func (pp *ppState) setMax(nd int32) uint64 {
+	node := &pp.nodes[nd]
+	var m uint64
+	if node.left >= 0 {
+		m = max(pp.setMax(node.left), pp.setMax(node.right))
+	} else {
+		for _, d := range pp.d[node.first:node.last] {
+			m = max(m, d)
 		}
-		for _, i := range m {
-			D := pp.closest[i]
-			if dc >= quad(D) {
-				continue
-			}
-			if d := Dist(pts.At(int(i)), y); d < D {
-				g += pts.Weight(int(i)) * (D - d)
-			}
+	}
+	pp.maxD[nd] = m
+	return m
+}
+
+// boxDist returns the squared distance from y to the box of node nd.
+func (pp *ppState) boxDist(nd int32, y []int32) uint64 {
+	dim := pp.dim
+	lo, hi := pp.lo[int(nd)*dim:int(nd+1)*dim], pp.hi[int(nd)*dim:int(nd+1)*dim]
+	var s uint64
+	for j, v := range y {
+		var e int64
+		if v < lo[j] {
+			e = int64(lo[j]) - int64(v)
+		} else if v > hi[j] {
+			e = int64(v) - int64(hi[j])
+		}
+		s += uint64(e * e)
+	}
+	return s
+}
+
+// gain returns by how much the potential of the points under node nd
+// would fall if y became a centroid.
+func (pp *ppState) gain(nd int32, y []int32) uint64 {
+	if pp.boxDist(nd, y) >= pp.maxD[nd] {
+		return 0 // no point of the box is nearer to y than to its centroid
+	}
+	node := &pp.nodes[nd]
+	if node.left >= 0 {
+		return pp.gain(node.left, y) + pp.gain(node.right, y)
+	}
+	dim := pp.dim
+	var g uint64
+	for pos := node.first; pos < node.last; pos++ {
+		if d := Dist(pp.xs[int(pos)*dim:int(pos+1)*dim], y); d < pp.d[pos] {
+			g += pp.ws[pos] * (pp.d[pos] - d)
 		}
 	}
 	return g
 }
 
-// add makes y the next centroid: points now nearer to y than to their
-// centroid move to y's group.
-func (pp *ppState) add(cent, y []int32) {
-	pts, dim := pp.pts, pp.pts.Dim
-	nj := int32(len(pp.members))
-	var mine []int32
-	var mineMax uint64
-	for j, m := range pp.members {
-		dc := Dist(y, centroidAt(cent, dim, j))
-		if dc >= quad(pp.maxD[j]) {
-			continue
-		}
-		keep := m[:0]
-		var keepMax uint64
-		for _, i := range m {
-			D := pp.closest[i]
-			if dc < quad(D) {
-				if d := Dist(pts.At(int(i)), y); d < D {
-					pp.fw.sub(int(i), pts.Weight(int(i))*(D-d))
-					pp.closest[i], pp.near[i] = d, nj
-					mine = append(mine, i)
-					mineMax = max(mineMax, d)
-					continue
-				}
-			}
-			keep = append(keep, i)
-			keepMax = max(keepMax, D)
-		}
-		pp.members[j], pp.maxD[j] = keep, keepMax
+// add makes y a centroid under node nd: points nearer to y than to their
+// centroid take the distance to y. It returns the node's new maxD.
+func (pp *ppState) add(nd int32, y []int32) uint64 {
+	if pp.boxDist(nd, y) >= pp.maxD[nd] {
+		return pp.maxD[nd]
 	}
-	pp.members = append(pp.members, mine)
-	pp.maxD = append(pp.maxD, mineMax)
+	node := &pp.nodes[nd]
+	var m uint64
+	if node.left >= 0 {
+		m = max(pp.add(node.left, y), pp.add(node.right, y))
+	} else {
+		dim := pp.dim
+		for pos := node.first; pos < node.last; pos++ {
+			if d := Dist(pp.xs[int(pos)*dim:int(pos+1)*dim], y); d < pp.d[pos] {
+				pp.fw.sub(int(pp.perm[pos]), pp.ws[pos]*(pp.d[pos]-d))
+				pp.d[pos] = d
+			}
+			m = max(m, pp.d[pos])
+		}
+	}
+	pp.maxD[nd] = m
+	return m
 }
 
 // quad returns 4d, saturated: a candidate at squared distance ≥ 4·D(x)

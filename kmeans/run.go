@@ -26,7 +26,8 @@ type runner struct {
 	cfg    Config
 	onIter func(Iteration)
 	st     Stats
-	iter   int // iterations so far of the current start on the current stage
+	iter   int     // iterations so far of the current start on the current stage
+	sd     *seeder // the starts' seeder, which keeps its kd-tree between starts
 }
 
 // stage is a point set with its session: the full points, or the reduced
@@ -194,10 +195,13 @@ func (r *runner) open(pts *Points, coarse bool) (stage, error) {
 
 func (r *runner) seed(ctx context.Context, pts *Points, start int) ([]int32, error) {
 	cfg := &r.cfg
-	sd := seeder{pts: pts, workers: cfg.Workers}
-	if sd.workers == 0 {
-		sd.workers = defaultWorkers()
+	if r.sd == nil || r.sd.pts != pts {
+		r.sd = &seeder{pts: pts, workers: cfg.Workers}
+		if r.sd.workers == 0 {
+			r.sd.workers = defaultWorkers()
+		}
 	}
+	sd := r.sd
 	rng := newRand(cfg.Seed, start)
 	if cfg.Init == InitRandom {
 		return sd.random(cfg.K, cfg.Fixed, rng), nil

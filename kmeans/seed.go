@@ -67,6 +67,7 @@ func parallel(ctx context.Context, tasks, workers int, f func(w, t int)) error {
 type seeder struct {
 	pts     *Points
 	workers int
+	pp      *ppState // k-means++ state, kept between starts
 }
 
 // random draws k centroids among the points with probability proportional

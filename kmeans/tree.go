@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -37,17 +38,36 @@ type treeSession struct {
 	sums  []int64 // node Σw·x, dim per node
 	tasks []int32 // subtree roots that passes share among workers
 
+	qs []uint64 // w·|x−o|² in tree order
+
 	// The last pass. state[node] is the centroid a node was assigned to
 	// whole, or -1 if the pass went down into it; nodes under a node
 	// assigned whole keep stale states, which are never read. labels[pos]
 	// holds the labels of points in leaves the pass went down into.
+	// lists[node·listCap:] holds the nlist[node] candidates (ascending)
+	// that the pass kept at a node it visited, or nlist[node] = 0 if there
+	// were more than listCap.
 	valid  bool
 	k      int
 	cent   []int32
 	state  []int32
 	labels []int32
-	sq     []uint64 // Σw|x−o|² per cluster
+	lists  []int32
+	nlist  []uint8
 	walks  []walker
+
+	// The running statistics of the last pass's labelling, per cluster:
+	// Σw, Σw·x and Σw|x−o|².
+	counts []uint64
+	csums  []int64
+	sq     []uint64
+
+	// A pending Rebase's ancestry; moved[c] (this pass) is whether
+	// centroid c moved, is new or is gone; dead is the number of gone
+	// centroids whose slots follow the k live ones during a pass.
+	from  []int
+	moved []bool
+	dead  int
 }
 
 type treeNode struct {
@@ -68,22 +88,26 @@ func newTreeSession(pts *Points, workers int) *treeSession {
 	for j, v := range lo {
 		t.origin[j] = int64(v)
 	}
-	t.perm = make([]int32, n)
-	for i := range t.perm {
-		t.perm[i] = int32(i)
-	}
-	b := &kdBuilder{pts: pts, origin: t.origin, perm: t.perm, keys: make([]uint64, n)}
+	b := newKDBuilder(pts, t.origin)
 	levels := 0
 	for 1<<levels < workers {
 		levels++
 	}
 	b.buildParallel(0, int32(n), levels)
-	t.nodes, t.lo, t.hi, t.sums = b.nodes, b.lo, b.hi, b.sums
+	t.nodes, t.lo, t.hi, t.sums, t.perm = b.nodes, b.lo, b.hi, b.sums, b.perm
 	t.xs = make([]int32, n*dim)
 	t.ws = make([]uint64, n)
+	t.qs = make([]uint64, n)
 	for pos, i := range t.perm {
-		copy(t.xs[pos*dim:(pos+1)*dim], pts.At(int(i)))
+		x := pts.At(int(i))
+		copy(t.xs[pos*dim:(pos+1)*dim], x)
 		t.ws[pos] = pts.Weight(int(i))
+		var q int64
+		for j, v := range x {
+			d := int64(v) - t.origin[j]
+			q += d * d
+		}
+		t.qs[pos] = t.ws[pos] * uint64(q)
 	}
 	t.state = make([]int32, len(t.nodes))
 	t.labels = make([]int32, n)
@@ -180,10 +204,13 @@ func (b *kdBuilder) build(first, last int32) int32 {
 func (b *kdBuilder) node(first, last int32) (id, mid int32, split bool) {
 	dim := b.pts.Dim
 	id = int32(len(b.nodes))
+	if len(b.nodes) == cap(b.nodes) {
+		b.grow(int(last - first))
+	}
 	b.nodes = append(b.nodes, treeNode{first: first, last: last, left: -1, right: -1})
-	b.lo = append(b.lo, make([]int32, dim)...)
-	b.hi = append(b.hi, make([]int32, dim)...)
-	b.sums = append(b.sums, make([]int64, dim)...)
+	b.lo = b.lo[:len(b.lo)+dim]
+	b.hi = b.hi[:len(b.hi)+dim]
+	b.sums = b.sums[:len(b.sums)+dim]
 	lo, hi := b.lo[int(id)*dim:int(id+1)*dim], b.hi[int(id)*dim:int(id+1)*dim]
 	part := b.perm[first:last]
 	box(b.pts, part, lo, hi)
@@ -206,6 +233,30 @@ func (b *kdBuilder) node(first, last int32) (id, mid int32, split bool) {
 	}
 	splitMedian(b.pts, part, axis, lo[axis], b.keys[first:last])
 	return id, first + (last-first)/2, true
+}
+
+// newKDBuilder returns a builder over pts with its points in index order.
+func newKDBuilder(pts *Points, origin []int64) *kdBuilder {
+	n := pts.Len()
+	b := &kdBuilder{pts: pts, origin: origin, perm: make([]int32, n), keys: make([]uint64, n)}
+	for i := range b.perm {
+		b.perm[i] = int32(i)
+	}
+	b.grow(n)
+	return b
+}
+
+// grow makes room for the nodes of a subtree of n more points: a split
+// leaves at least leafSize/2 points in a leaf, so there are fewer than
+// 4n/leafSize nodes.
+func (b *kdBuilder) grow(n int) {
+	dim := b.pts.Dim
+	more := 4*n/leafSize + 2
+	b.nodes = slices.Grow(b.nodes, more)
+	b.lo = slices.Grow(b.lo, more*dim)
+	b.hi = slices.Grow(b.hi, more*dim)
+	b.sums = slices.Grow(b.sums, more*dim)
+	clear(b.sums[len(b.sums):cap(b.sums)])
 }
 
 // join makes l and r the children of node id and gives it their sums.
@@ -341,18 +392,31 @@ func (t *treeSession) prune(nd int32, cent, cands, out []int32) []int32 {
 	return prune(cent, dim, cands, lo, hi, out)
 }
 
-// walker is one worker's state during a pass.
+// walker is one worker's state during a pass: the changes it makes to
+// the per-cluster statistics, and scratch for candidate lists.
 type walker struct {
 	t      *treeSession
 	cent   []int32
 	fresh  bool
-	counts []uint64
+	counts []int64 // changes to the running statistics
 	sums   []int64
-	sq     []uint64
+	sq     []int64
 	moved  uint64
 	buf    []int32 // stacked candidate lists
 }
 
+// listCap is the most candidates a node below the task roots keeps from
+// one pass to the next; nodes with more are never skipped.
+const listCap = 16
+
+// Assign implements Session.
+//
+// After the first pass, a pass is incremental: the session keeps each
+// visited node's candidate list and the running per-cluster statistics,
+// and a subtree whose list holds no centroid that moved, and whose box
+// every moved centroid still loses on, keeps its labels without being
+// entered (see walk). In the long tail of a Lloyd run, where a few
+// centroids move a little, a pass touches only the boxes near them.
 func (t *treeSession) Assign(ctx context.Context, centroids []int32, st *Stats) error {
 	if t.pts == nil {
 		return errors.New("kmeans: Assign on a closed session")
@@ -362,51 +426,54 @@ func (t *treeSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 		return fmt.Errorf("kmeans: %d centroid coordinates for dimension %d", len(centroids), dim)
 	}
 	k := len(centroids) / dim
-	fresh := !t.valid || k != t.k
+	rebased := t.valid && t.from != nil && len(t.from) == k
+	if rebased {
+		t.renumber()
+	}
+	t.from = nil
+	fresh := !t.valid || (k != t.k && !rebased)
 	t.valid = false
-	t.cent = append(t.cent[:0], centroids...)
-	workers := max(1, min(t.workers, len(t.tasks)))
-	if len(t.walks) < workers {
-		t.walks = append(t.walks, make([]walker, workers-len(t.walks))...)
-	}
-	depth := 64 // more than any tree of at most 2³¹ points is deep
-	for w := range workers {
-		wk := &t.walks[w]
-		wk.t, wk.cent, wk.fresh, wk.moved = t, t.cent, fresh, 0
-		wk.counts = resize(wk.counts, k)
-		wk.sums = resize(wk.sums, k*dim)
-		wk.sq = resize(wk.sq, k)
-		clear(wk.counts)
-		clear(wk.sums)
-		clear(wk.sq)
-		wk.buf = resize(wk.buf, (depth+1)*k)
-	}
-	cands := t.taskCandidates(k)
-	err := parallel(ctx, len(t.tasks), workers, func(w, task int) {
-		t.walks[w].visit(t.tasks[task], cands[task], -1, 0)
-	})
-	if err != nil {
-		return err
-	}
-	t.k = k
-	st.Reset(k, dim)
-	t.sq = resize(t.sq, k)
-	clear(t.sq)
-	for _, wk := range t.walks[:workers] {
-		for c := range k {
-			st.Counts[c] += wk.counts[c]
-			t.sq[c] += wk.sq[c]
+	slots := k + t.dead // the gone centroids of a Rebase keep a slot for this pass
+	t.moved = resize(t.moved, slots)
+	nmoved := 0
+	for c := range slots {
+		m := fresh || c >= k || c*dim >= len(t.cent) || !equalCoords(centroidAt(centroids, dim, c), centroidAt(t.cent, dim, c))
+		t.moved[c] = m
+		if m {
+			nmoved++
 		}
-		for i, v := range wk.sums {
-			st.Sums[i] += v
-		}
-		st.Moved += wk.moved
 	}
-
 	if fresh {
-		st.Moved = 0
+		t.counts = resize(t.counts, k)
+		t.csums = resize(t.csums, k*dim)
+		t.sq = resize(t.sq, k)
+		clear(t.counts)
+		clear(t.csums)
+		clear(t.sq)
+	}
+	t.cent = append(t.cent[:0], centroids...)
+	if nmoved > 0 {
+		if err := t.walkAll(ctx, k, slots, fresh); err != nil {
+			return err
+		}
+	} else {
+		for w := range t.walks {
+			t.walks[w].moved = 0
+		}
+	}
+	t.k, t.dead = k, 0
+	t.counts, t.csums, t.sq = t.counts[:k], t.csums[:k*dim], t.sq[:k]
+
+	st.Reset(k, dim)
+	copy(st.Counts, t.counts)
+	copy(st.Sums, t.csums)
+	if fresh || rebased {
 		for c := range k {
 			st.Moved += st.Counts[c]
+		}
+	} else {
+		for _, wk := range t.walks {
+			st.Moved += wk.moved
 		}
 	}
 	var total int128
@@ -418,14 +485,124 @@ func (t *treeSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 	return nil
 }
 
-// visit assigns the points of node nd, whose nearest centroid is among
-// cands (ascending), and whose label in the last pass was inh if inh ≥ 0.
-// off is where visit may stack its own candidate list in buf.
-func (w *walker) visit(nd int32, cands []int32, inh int32, off int) {
+// walkAll runs a pass over the tree for the centroids in t.cent (k of
+// them, in slots statistics slots) and adds its changes to the running
+// statistics.
+func (t *treeSession) walkAll(ctx context.Context, k, slots int, fresh bool) error {
+	dim := t.dim
+	workers := max(1, min(t.workers, len(t.tasks)))
+	if len(t.walks) < workers {
+		t.walks = append(t.walks, make([]walker, workers-len(t.walks))...)
+	}
+	depth := 64 // more than any tree of at most 2³¹ points is deep
+	for w := range t.walks {
+		wk := &t.walks[w]
+		wk.t, wk.cent, wk.fresh, wk.moved = t, t.cent, fresh, 0
+		wk.counts = resize(wk.counts, slots)
+		wk.sums = resize(wk.sums, slots*dim)
+		wk.sq = resize(wk.sq, slots)
+		clear(wk.counts)
+		clear(wk.sums)
+		clear(wk.sq)
+		wk.buf = resize(wk.buf, (depth+1)*2*(k+listCap))
+	}
+	if len(t.lists) != len(t.nodes)*listCap {
+		t.lists = make([]int32, len(t.nodes)*listCap)
+		t.nlist = make([]uint8, len(t.nodes))
+	}
+	cands := t.taskCandidates(k)
+	err := parallel(ctx, len(t.tasks), workers, func(w, task int) {
+		t.walks[w].walk(t.tasks[task], cands[task], -1, 0)
+	})
+	if err != nil {
+		return err // t.valid stays false: the next pass starts afresh
+	}
+	t.counts = resize(t.counts, slots)
+	t.csums = resize(t.csums, slots*dim)
+	t.sq = resize(t.sq, slots)
+	for _, wk := range t.walks[:workers] {
+		for c := range slots {
+			t.counts[c] = uint64(int64(t.counts[c]) + wk.counts[c])
+			t.sq[c] = uint64(int64(t.sq[c]) + wk.sq[c])
+		}
+		for i, v := range wk.sums {
+			t.csums[i] += v
+		}
+	}
+	for c := k; c < slots; c++ {
+		if t.counts[c] != 0 {
+			panic("kmeans: a gone centroid kept points") // walk re-labels every box a gone centroid held
+		}
+	}
+	return nil
+}
+
+// walk brings the labels of the points of node nd up to date with the
+// centroids w.cent. cands (ascending) holds every centroid that may be
+// nearest to a point of the node; old ≥ 0 is the centroid the node's
+// points all had in the last pass, if an ancestor was assigned whole,
+// else −1 (then the node's own state says). off is where walk may stack
+// its own candidate lists in buf.
+//
+// The last pass's list of the node, L, held every centroid that was
+// nearest to some point of its box. If no centroid of L moved, a point's
+// nearest centroid is still in L or is one that moved; and a moved
+// centroid that cands lacks loses everywhere in the box. So if every moved
+// centroid in cands loses on the whole box to a centroid of L, no label in
+// the subtree changes and walk returns at once; if some may not, L and the
+// moved centroids of cands are the candidates, often far fewer than cands.
+func (w *walker) walk(nd int32, cands []int32, old int32, off int) {
 	t, dim := w.t, w.t.dim
 	node := &t.nodes[nd]
-	if !w.fresh && inh < 0 && t.state[nd] >= 0 {
-		inh = t.state[nd]
+	inherited := old >= 0
+	if !w.fresh && !inherited {
+		old = t.state[nd]
+	}
+	if !w.fresh {
+		var l []int32
+		var one [1]int32
+		if old >= 0 {
+			one[0] = old
+			l = one[:]
+		} else if n := int(t.nlist[nd]); n > 0 {
+			l = t.lists[int(nd)*listCap : int(nd)*listCap+n]
+		}
+		if l != nil && !t.anyMoved(l) {
+			lo, hi := t.lo[int(nd)*dim:int(nd+1)*dim], t.hi[int(nd)*dim:int(nd+1)*dim]
+			z := nearestCentre(w.cent, dim, l, lo, hi)
+			zc := centroidAt(w.cent, dim, int(z))
+			skip := true
+			for _, c := range cands {
+				if t.moved[c] && !dominated(centroidAt(w.cent, dim, int(c)), zc, lo, hi) {
+					skip = false
+					break
+				}
+			}
+			if skip {
+				if inherited {
+					t.setState(nd, old)
+				}
+				return
+			}
+			// L and the moved centroids of cands, merged in order
+			merged := w.buf[off : off : off+len(l)+len(cands)]
+			i := 0
+			for _, c := range cands {
+				if !t.moved[c] {
+					continue
+				}
+				for i < len(l) && l[i] < c {
+					merged = append(merged, l[i])
+					i++
+				}
+				merged = append(merged, c)
+			}
+			merged = append(merged, l[i:]...)
+			if len(merged) < len(cands) {
+				cands = merged
+				off += len(merged)
+			}
+		}
 	}
 	if len(cands) > 1 {
 		cands = t.prune(nd, w.cent, cands, w.buf[off:off:off+len(cands)])
@@ -433,22 +610,34 @@ func (w *walker) visit(nd int32, cands []int32, inh int32, off int) {
 	}
 	if len(cands) == 1 {
 		c := cands[0]
-		w.counts[c] += node.w
-		w.sq[c] += node.q
+		if !w.fresh && old == c {
+			if inherited {
+				t.setState(nd, c)
+			}
+			return
+		}
+		if !w.fresh {
+			w.unassign(nd, old, c)
+		}
+		w.counts[c] += int64(node.w)
+		w.sq[c] += int64(node.q)
 		s := w.sums[int(c)*dim : int(c+1)*dim]
 		for j, v := range t.sums[int(nd)*dim : int(nd+1)*dim] {
 			s[j] += v
 		}
-		if !w.fresh {
-			w.moved += t.movedFrom(nd, c, inh)
-		}
-		t.state[nd] = c
+		t.setState(nd, c)
 		return
 	}
 	t.state[nd] = -1
+	if len(cands) <= listCap {
+		copy(t.lists[int(nd)*listCap:], cands)
+		t.nlist[nd] = uint8(len(cands))
+	} else {
+		t.nlist[nd] = 0
+	}
 	if node.left >= 0 {
-		w.visit(node.left, cands, inh, off)
-		w.visit(node.right, cands, inh, off)
+		w.walk(node.left, cands, old, off)
+		w.walk(node.right, cands, old, off)
 		return
 	}
 	for pos := node.first; pos < node.last; pos++ {
@@ -459,27 +648,188 @@ func (w *walker) visit(nd int32, cands []int32, inh int32, off int) {
 				best, bd = c, d
 			}
 		}
-		wt := t.ws[pos]
-		w.counts[best] += wt
-		s := w.sums[int(best)*dim : int(best+1)*dim]
-		var q int64
-		for j, v := range x {
-			s[j] += int64(wt) * int64(v)
-			d := int64(v) - t.origin[j]
-			q += d * d
-		}
-		w.sq[best] += wt * uint64(q)
+		prev := int32(-1)
 		if !w.fresh {
-			prev := inh
+			prev = old
 			if prev < 0 {
 				prev = t.labels[pos]
 			}
-			if prev != best {
-				w.moved += wt
+		}
+		if prev != best {
+			if prev >= 0 {
+				w.addPoint(pos, prev, -1)
 			}
+			w.addPoint(pos, best, 1)
+			w.moved += t.ws[pos]
 		}
 		t.labels[pos] = best
 	}
+}
+
+// unassign takes the points of node nd out of the running statistics, as
+// the last pass labelled them (all with old if old ≥ 0), and counts the
+// weight of those not labelled c as moved.
+func (w *walker) unassign(nd, old, c int32) {
+	t, dim := w.t, w.t.dim
+	node := &t.nodes[nd]
+	if old < 0 {
+		old = t.state[nd]
+	}
+	if old >= 0 {
+		w.counts[old] -= int64(node.w)
+		w.sq[old] -= int64(node.q)
+		s := w.sums[int(old)*dim : int(old+1)*dim]
+		for j, v := range t.sums[int(nd)*dim : int(nd+1)*dim] {
+			s[j] -= v
+		}
+		if old != c {
+			w.moved += node.w
+		}
+		return
+	}
+	if node.left >= 0 {
+		w.unassign(node.left, -1, c)
+		w.unassign(node.right, -1, c)
+		return
+	}
+	for pos := node.first; pos < node.last; pos++ {
+		l := t.labels[pos]
+		w.addPoint(pos, l, -1)
+		if l != c {
+			w.moved += t.ws[pos]
+		}
+	}
+}
+
+// addPoint adds (sign 1) or removes (sign −1) the point at tree position
+// pos to or from cluster c's statistics.
+func (w *walker) addPoint(pos, c int32, sign int64) {
+	t, dim := w.t, w.t.dim
+	wt := int64(t.ws[pos])
+	w.counts[c] += sign * wt
+	w.sq[c] += sign * int64(t.qs[pos])
+	s := w.sums[int(c)*dim : int(c+1)*dim]
+	for j, v := range t.xs[int(pos)*dim : int(pos+1)*dim] {
+		s[j] += sign * wt * int64(v)
+	}
+}
+
+// setState records that node nd is assigned whole to c.
+func (t *treeSession) setState(nd, c int32) {
+	t.state[nd] = c
+	t.lists[int(nd)*listCap] = c
+	t.nlist[nd] = 1
+}
+
+// anyMoved reports whether a centroid of l moved since the last pass.
+func (t *treeSession) anyMoved(l []int32) bool {
+	for _, c := range l {
+		if t.moved[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// nearestCentre returns the centroid of cands nearest the centre of the
+// box [lo, hi], ties to the first.
+func nearestCentre(cent []int32, dim int, cands []int32, lo, hi []int32) int32 {
+	if len(cands) == 1 {
+		return cands[0]
+	}
+	z, zd := cands[0], uint64(math.MaxUint64)
+	for _, c := range cands {
+		var d uint64
+		for j, v := range centroidAt(cent, dim, int(c)) {
+			e := 2*int64(v) - int64(lo[j]) - int64(hi[j]) // doubled coordinates
+			d += uint64(e * e)
+		}
+		if d < zd {
+			z, zd = c, d
+		}
+	}
+	return z
+}
+
+func equalCoords(a, b []int32) bool {
+	for j := range a {
+		if a[j] != b[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// Rebase implements Rebaser: the labels, candidate lists and running
+// statistics are renumbered on the next Assign, the centroids that are
+// gone keep a slot for that pass (whose boxes it re-labels), and new ones
+// count as moved.
+func (t *treeSession) Rebase(from []int) error {
+	seen := make(map[int]bool, len(from))
+	for _, f := range from {
+		if f < -1 || f >= t.k || (f >= 0 && seen[f]) {
+			return fmt.Errorf("kmeans: bad ancestry %v for %d centroids", from, t.k)
+		}
+		seen[f] = true
+	}
+	t.from = slices.Clone(from)
+	return nil
+}
+
+// renumber applies the pending Rebase to the session's state: centroid f
+// of the last pass becomes the i with from[i] = f, or one of the slots
+// after the new k if it is gone.
+func (t *treeSession) renumber() {
+	dim, k := t.dim, len(t.from)
+	inv := make([]int32, t.k)
+	for a := range inv {
+		inv[a] = -1
+	}
+	for i, f := range t.from {
+		if f >= 0 {
+			inv[f] = int32(i)
+		}
+	}
+	slots := k
+	for a := range inv {
+		if inv[a] < 0 {
+			inv[a] = int32(slots)
+			slots++
+		}
+	}
+	t.dead = slots - k
+	counts, sums, sq := make([]uint64, slots), make([]int64, slots*dim), make([]uint64, slots)
+	cent := make([]int32, slots*dim)
+	for i := range cent {
+		cent[i] = math.MinInt32 // new centroids: never equal, so moved
+	}
+	for a := range t.k {
+		i := int(inv[a])
+		counts[i], sq[i] = t.counts[a], t.sq[a]
+		copy(sums[i*dim:(i+1)*dim], t.csums[a*dim:(a+1)*dim])
+		if i < k {
+			copy(cent[i*dim:(i+1)*dim], centroidAt(t.cent, dim, a))
+		}
+	}
+	t.counts, t.csums, t.sq, t.cent = counts, sums, sq, cent
+	for nd := range t.state {
+		if s := t.state[nd]; s >= 0 && int(s) < len(inv) {
+			t.state[nd] = inv[s]
+		}
+		l := t.lists[nd*listCap : nd*listCap+int(t.nlist[nd])]
+		for j, c := range l {
+			if int(c) < len(inv) {
+				l[j] = inv[c]
+			}
+		}
+		slices.Sort(l)
+	}
+	for pos, l := range t.labels {
+		if l >= 0 && int(l) < len(inv) {
+			t.labels[pos] = inv[l]
+		}
+	}
+	t.k = slots
 }
 
 // prune appends to out the candidates that may be nearest to some point
@@ -559,31 +909,6 @@ func prune3(cent []int32, cands []int32, lo, hi []int32, out []int32) []int32 {
 		}
 	}
 	return out
-}
-
-// movedFrom returns the weight of the points of node nd whose label in
-// the last pass was not c; inh ≥ 0 is their common label.
-func (t *treeSession) movedFrom(nd, c, inh int32) uint64 {
-	node := &t.nodes[nd]
-	if inh < 0 && t.state[nd] >= 0 {
-		inh = t.state[nd]
-	}
-	if inh >= 0 {
-		if inh == c {
-			return 0
-		}
-		return node.w
-	}
-	if node.left >= 0 {
-		return t.movedFrom(node.left, c, -1) + t.movedFrom(node.right, c, -1)
-	}
-	var m uint64
-	for pos := node.first; pos < node.last; pos++ {
-		if t.labels[pos] != c {
-			m += t.ws[pos]
-		}
-	}
-	return m
 }
 
 func (t *treeSession) Labels(dst []int32) error {
