@@ -75,13 +75,22 @@ func sameModel(a, b *Model) string {
 func TestAutoReportsChoice(t *testing.T) {
 	t.Setenv("KQUANT_CALIBRATION", "off")
 	p := randomPoints(41, 5000, 3, 2040)
-	m, err := Run(context.Background(), p, Config{K: 8, Seed: 1}, nil)
+	m, err := Run(context.Background(), p, Config{K: 8, Seed: 1, Coarse: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// It starts with the kd-tree; where it ends depends on measured times.
 	if !strings.HasPrefix(m.Why, "kdtree: ") || !strings.Contains(m.Why, "kd-tree") || m.Algorithm == "" {
 		t.Errorf("auto in 3-D: %q (%s), want a start from the kd-tree", m.Algorithm, m.Why)
+	}
+	// Refining the starts' best (found on a reduced set) at small k, it
+	// starts with Bounds.
+	m, err = Run(context.Background(), p, Config{K: 8, Seed: 1, Coarse: 1000}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(m.Why, "bounds: refining") {
+		t.Errorf("auto refining in 3-D: %q (%s), want a start from Bounds", m.Algorithm, m.Why)
 	}
 	q := randomPoints(42, 3000, 12, 300)
 	m, err = Run(context.Background(), q, Config{K: 8, Seed: 1}, nil)

@@ -24,6 +24,10 @@ type SessionOptions struct {
 	Algorithm Algorithm // which exact assignment method to use; "" is the backend's best
 	Update    Update    // how sums are accumulated; "" is the backend's best
 	Workers   int       // CPU threads; 0 means GOMAXPROCS
+	// Refining says that the first Assign's centroids already converged
+	// on a summary of the points, so few passes will follow: Auto then
+	// weighs a per-point first pass against building an index.
+	Refining bool
 }
 
 // A Session holds points resident between iterations.
@@ -52,6 +56,9 @@ type Session interface {
 // went to their next-nearest centroids. Breathing k-means (Run's
 // refinement) uses both; for sessions that are not Profilers the engine
 // computes them on the host.
+//
+// utility may be nil when only the inertia is wanted, which a session
+// keeping per-cluster sums can give without a pass over the points.
 type Profiler interface {
 	Profile(ctx context.Context, inertia, utility []uint64) error
 }

@@ -33,7 +33,7 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		}
 		// Breathe in: a new centroid beside each of the md centroids of
 		// largest error.
-		errc, _, err := r.profile(ctx, sg, best.Centroids)
+		errc, _, err := r.profile(ctx, sg, best.Centroids, false)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +66,7 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		// Breathe out: remove the md centroids of least utility, never
 		// two neighbours in one breath, never a fixed one.
 		kg := mg.K()
-		_, util, err := r.profile(ctx, sg, mg.Centroids)
+		_, util, err := r.profile(ctx, sg, mg.Centroids, true)
 		if err != nil {
 			return nil, err
 		}
@@ -168,13 +168,17 @@ func rebase(sg stage, from []int) error {
 }
 
 // profile returns what each cluster of the session's last Assign, whose
-// centroids were cent, adds to the inertia, and its utility (see
+// centroids were cent, adds to the inertia, and, if util, its utility (see
 // Profiler): from the session when it can, else on the host.
-func (r *runner) profile(ctx context.Context, sg stage, cent []int32) (inertia, utility []uint64, err error) {
+func (r *runner) profile(ctx context.Context, sg stage, cent []int32, util bool) (inertia, utility []uint64, err error) {
 	k := len(cent) / sg.pts.Dim
 	inertia, utility = make([]uint64, k), make([]uint64, k)
 	if p, ok := sg.sess.(Profiler); ok {
-		return inertia, utility, p.Profile(ctx, inertia, utility)
+		u := utility
+		if !util {
+			u = nil
+		}
+		return inertia, utility, p.Profile(ctx, inertia, u)
 	}
 	workers := r.cfg.Workers
 	if workers == 0 {

@@ -281,6 +281,13 @@ func (s *cpuSession) Profile(ctx context.Context, inertia, utility []uint64) err
 	if !s.valid {
 		return errors.New("kmeans: Profile before Assign")
 	}
+	if utility == nil && s.update == UpdateHost {
+		clusterInertias(inertia, s.counts, s.sums, s.sq, s.origin, s.prev)
+		return nil
+	}
+	if utility == nil {
+		utility = make([]uint64, s.k)
+	}
 	if s.dim <= maxTreeDim {
 		if s.tree == nil {
 			s.tree = newTreeSession(s.pts, s.workers)

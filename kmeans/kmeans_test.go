@@ -363,9 +363,16 @@ func TestProfileMatchesHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := runner{pts: p, cfg: Config{Workers: 1}}
-		hin, hut, err := r.profile(context.Background(), stage{pts: p, sess: struct{ Session }{sess}}, cent)
+		hin, hut, err := r.profile(context.Background(), stage{pts: p, sess: struct{ Session }{sess}}, cent, true)
 		if err != nil {
 			t.Fatal(err)
+		}
+		only := make([]uint64, tc.k) // the inertias alone, from the running sums
+		if err := sess.(Profiler).Profile(context.Background(), only, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(only, hin) {
+			t.Fatalf("seed %d: inertias from the sums %v, host %v", tc.seed, only, hin)
 		}
 		if !slices.Equal(in, hin) || !slices.Equal(ut, hut) {
 			t.Fatalf("seed %d: tree profile differs from the host's\ninertia %v\nhost    %v\nutility %v\nhost    %v", tc.seed, in, hin, ut, hut)

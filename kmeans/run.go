@@ -70,7 +70,9 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 	if target == 0 {
 		target = min(max(512*cfg.K, 4096), DefaultCoarse)
 	}
-	full, err := r.open(r.pts, false)
+	// the full points only refine the starts' best when these ran on a
+	// reduced set
+	full, err := r.open(r.pts, false, cfg.Init != InitGiven && target > 0 && r.pts.Len() > target)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +90,7 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		search := full
 		if target > 0 && r.pts.Len() > target {
 			if red := reduceKD(r.pts, target); red != nil {
-				if search, err = r.open(red, true); err != nil {
+				if search, err = r.open(red, true, false); err != nil {
 					return nil, err
 				}
 				defer search.sess.Close()
@@ -174,11 +176,12 @@ func autoStarts(k int) int {
 	return 1
 }
 
-// open makes a stage of pts. The reduced set always runs on the CPU: it
+// open makes a stage of pts; refining says that it starts from centroids
+// that converged on a reduced set. The reduced set always runs on the CPU: it
 // is small by construction, where a GPU gains little over the round trip
 // of each iteration, and breathing's profiles are cheap in the CPU's
 // kd-tree. The answer is the same on every backend.
-func (r *runner) open(pts *Points, coarse bool) (stage, error) {
+func (r *runner) open(pts *Points, coarse, refining bool) (stage, error) {
 	cfg := &r.cfg
 	be := cfg.Backend
 	if coarse {
@@ -186,6 +189,7 @@ func (r *runner) open(pts *Points, coarse bool) (stage, error) {
 	}
 	sess, err := be.Open(pts, SessionOptions{
 		MaxK: cfg.K + max(cfg.Breathe, DefaultBreathe), Algorithm: cfg.Algorithm, Update: cfg.Update, Workers: cfg.Workers,
+		Refining: refining,
 	})
 	if err != nil {
 		return stage{}, fmt.Errorf("kmeans: %s backend: %w", be.Name(), err)

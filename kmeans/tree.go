@@ -112,9 +112,11 @@ func newTreeSession(pts *Points, workers int) *treeSession {
 	t.state = make([]int32, len(t.nodes))
 	t.labels = make([]int32, n)
 	// Share the tree among workers by subtrees: the nodes of the first
-	// level that has at least 64 of them (or the leaves).
+	// level that has at least 8 per worker (or the leaves). The levels
+	// above are pruned once per pass, by one goroutine and from every
+	// centroid, so they are kept few.
 	frontier := []int32{0}
-	for len(frontier) < 64 {
+	for len(frontier) < 8*max(workers, 2) {
 		var next []int32
 		grew := false
 		for _, nd := range frontier {
@@ -955,7 +957,20 @@ func (t *treeSession) Profile(ctx context.Context, inertia, utility []uint64) er
 	if !t.valid {
 		return errors.New("kmeans: Profile before Assign")
 	}
+	if utility == nil {
+		clusterInertias(inertia, t.counts, t.csums, t.sq, t.origin, t.cent)
+		return nil
+	}
 	return t.profile(ctx, t.cent, inertia, utility)
+}
+
+// clusterInertias sets inertia[c] to Σ w|x−c|² over cluster c, from the
+// clusters' running sums.
+func clusterInertias(inertia, counts []uint64, sums []int64, sq []uint64, origin []int64, cent []int32) {
+	dim := len(origin)
+	for c := range len(cent) / dim {
+		inertia[c] = clusterInertia(counts[c], sums[c*dim:(c+1)*dim], sq[c], origin, centroidAt(cent, dim, c)).uint64()
+	}
 }
 
 // profile measures, for the labelling by centroids cent, what each
