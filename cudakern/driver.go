@@ -112,6 +112,14 @@ var (
 // load opens the driver library and calls cuInit once per process.
 func load() (*driverAPI, error) {
 	loadOnce.Do(func() {
+		if os.Getenv("KQUANT_LIBCUDA") == "" {
+			// Loading the driver library costs tens of milliseconds;
+			// skip it where there is surely no GPU to drive.
+			if why, none := noGPU(); none {
+				loadErr = fmt.Errorf("%w: no CUDA device (%s)", ErrUnavailable, why)
+				return
+			}
+		}
 		a, err := openDriver(libraryPath())
 		if err != nil {
 			loadErr = fmt.Errorf("%w: %v", ErrUnavailable, err)

@@ -4,9 +4,38 @@ package cudakern
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/ebitengine/purego"
 )
+
+// noGPU reports whether the machine surely has no NVIDIA GPU, and why: its
+// PCI bus (sysfs) lists devices but no NVIDIA (vendor 0x10de) display or
+// 3-D controller, and there is no /dev/dxg (WSL's GPU, which is not on a
+// PCI bus of its own). Where it cannot tell, it says false.
+func noGPU() (string, bool) {
+	if _, err := os.Stat("/dev/dxg"); err == nil {
+		return "", false
+	}
+	devs, err := filepath.Glob("/sys/bus/pci/devices/*")
+	if err != nil || len(devs) == 0 {
+		return "", false
+	}
+	for _, d := range devs {
+		vendor, err1 := os.ReadFile(filepath.Join(d, "vendor"))
+		class, err2 := os.ReadFile(filepath.Join(d, "class"))
+		if err1 != nil || err2 != nil {
+			return "", false
+		}
+		// class 0x03xxxx: display controllers (VGA, 3-D)
+		if strings.TrimSpace(string(vendor)) == "0x10de" && strings.HasPrefix(strings.TrimSpace(string(class)), "0x03") {
+			return "", false
+		}
+	}
+	return "no NVIDIA display or 3-D controller on the PCI bus", true
+}
 
 // openDriver dlopens the driver library and binds its entry points: the
 // required ones fail the load when missing, the optional ones are probed

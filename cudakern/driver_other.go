@@ -12,3 +12,6 @@ import (
 func openDriver(path string) (*driverAPI, error) {
 	return nil, errors.New("the CUDA backend supports Linux only, not " + runtime.GOOS)
 }
+
+// noGPU says false: only Linux is checked before loading the driver.
+func noGPU() (string, bool) { return "", false }
