@@ -15,11 +15,14 @@ import (
 // PCI bus (sysfs) lists devices but no NVIDIA (vendor 0x10de) display or
 // 3-D controller, and there is no /dev/dxg (WSL's GPU, which is not on a
 // PCI bus of its own). Where it cannot tell, it says false.
-func noGPU() (string, bool) {
-	if _, err := os.Stat("/dev/dxg"); err == nil {
+func noGPU() (string, bool) { return noGPUAt("/") }
+
+// noGPUAt is noGPU for the file system under root.
+func noGPUAt(root string) (string, bool) {
+	if _, err := os.Stat(filepath.Join(root, "dev/dxg")); err == nil {
 		return "", false
 	}
-	devs, err := filepath.Glob("/sys/bus/pci/devices/*")
+	devs, err := filepath.Glob(filepath.Join(root, "sys/bus/pci/devices/*"))
 	if err != nil || len(devs) == 0 {
 		return "", false
 	}
