@@ -31,14 +31,12 @@ type treeSession struct {
 
 	perm  []int32  // tree position → point index
 	xs    []int32  // coordinates in tree order
-	ws    []uint64 // weights in tree order
+	ws    []uint32 // weights in tree order
 	nodes []treeNode
 	lo    []int32 // node boxes, dim per node
 	hi    []int32
 	sums  []int64 // node Σw·x, dim per node
 	tasks []int32 // subtree roots that passes share among workers
-
-	qs []uint64 // w·|x−o|² in tree order
 
 	// The last pass. state[node] is the centroid a node was assigned to
 	// whole, or -1 if the pass went down into it; nodes under a node
@@ -96,18 +94,10 @@ func newTreeSession(pts *Points, workers int) *treeSession {
 	b.buildParallel(0, int32(n), levels)
 	t.nodes, t.lo, t.hi, t.sums, t.perm = b.nodes, b.lo, b.hi, b.sums, b.perm
 	t.xs = make([]int32, n*dim)
-	t.ws = make([]uint64, n)
-	t.qs = make([]uint64, n)
+	t.ws = make([]uint32, n)
 	for pos, i := range t.perm {
-		x := pts.At(int(i))
-		copy(t.xs[pos*dim:(pos+1)*dim], x)
-		t.ws[pos] = pts.Weight(int(i))
-		var q int64
-		for j, v := range x {
-			d := int64(v) - t.origin[j]
-			q += d * d
-		}
-		t.qs[pos] = t.ws[pos] * uint64(q)
+		copy(t.xs[pos*dim:(pos+1)*dim], pts.At(int(i)))
+		t.ws[pos] = uint32(pts.Weight(int(i)))
 	}
 	t.state = make([]int32, len(t.nodes))
 	t.labels = make([]int32, n)
@@ -213,6 +203,7 @@ func (b *kdBuilder) node(first, last int32) (id, mid int32, split bool) {
 	b.lo = b.lo[:len(b.lo)+dim]
 	b.hi = b.hi[:len(b.hi)+dim]
 	b.sums = b.sums[:len(b.sums)+dim]
+	clear(b.sums[len(b.sums)-dim:])
 	lo, hi := b.lo[int(id)*dim:int(id+1)*dim], b.hi[int(id)*dim:int(id+1)*dim]
 	part := b.perm[first:last]
 	box(b.pts, part, lo, hi)
@@ -258,7 +249,6 @@ func (b *kdBuilder) grow(n int) {
 	b.lo = slices.Grow(b.lo, more*dim)
 	b.hi = slices.Grow(b.hi, more*dim)
 	b.sums = slices.Grow(b.sums, more*dim)
-	clear(b.sums[len(b.sums):cap(b.sums)])
 }
 
 // join makes l and r the children of node id and gives it their sums.
@@ -662,7 +652,7 @@ func (w *walker) walk(nd int32, cands []int32, old int32, off int) {
 				w.addPoint(pos, prev, -1)
 			}
 			w.addPoint(pos, best, 1)
-			w.moved += t.ws[pos]
+			w.moved += uint64(t.ws[pos])
 		}
 		t.labels[pos] = best
 	}
@@ -698,7 +688,7 @@ func (w *walker) unassign(nd, old, c int32) {
 		l := t.labels[pos]
 		w.addPoint(pos, l, -1)
 		if l != c {
-			w.moved += t.ws[pos]
+			w.moved += uint64(t.ws[pos])
 		}
 	}
 }
@@ -708,12 +698,15 @@ func (w *walker) unassign(nd, old, c int32) {
 func (w *walker) addPoint(pos, c int32, sign int64) {
 	t, dim := w.t, w.t.dim
 	wt := int64(t.ws[pos])
-	w.counts[c] += sign * wt
-	w.sq[c] += sign * int64(t.qs[pos])
 	s := w.sums[int(c)*dim : int(c+1)*dim]
+	var q int64
 	for j, v := range t.xs[int(pos)*dim : int(pos+1)*dim] {
 		s[j] += sign * wt * int64(v)
+		d := int64(v) - t.origin[j]
+		q += d * d
 	}
+	w.counts[c] += sign * wt
+	w.sq[c] += sign * wt * q
 }
 
 // setState records that node nd is assigned whole to c.
@@ -1059,9 +1052,9 @@ func (t *treeSession) utility(nd int32, cent, cands, buf []int32, inert, util []
 				b2 = d
 			}
 		}
-		inert[best] += t.ws[pos] * b1
+		inert[best] += uint64(t.ws[pos]) * b1
 		if b2 != math.MaxUint64 {
-			util[best] += t.ws[pos] * (b2 - b1)
+			util[best] += uint64(t.ws[pos]) * (b2 - b1)
 		}
 	}
 }
