@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+	"unsafe"
 )
 
 // Colors is the set of distinct colours of an image's visible pixels.
@@ -76,11 +77,11 @@ func (s *colorSet) or(t *colorSet) {
 	}
 }
 
-// release empties s and puts it back in the pool.
+// release empties s and puts it back for the next getSet.
 func (s *colorSet) release() {
 	s.words(func(j int) { s.bits[j] = 0 })
 	clear(s.summary[:])
-	colorSets.Put(s)
+	putSet(s)
 }
 
 // index returns the number of colours of s below k, for k in s.
@@ -92,6 +93,39 @@ func (s *colorSet) index(k uint32) int32 {
 // colorSets keeps empty colorSets (2.1 MiB of bits to clear, 1 MiB of
 // ranks) between calls.
 var colorSets = sync.Pool{New: func() any { return new(colorSet) }}
+
+// huge is one colorSet for the life of the process in memory that the
+// kernel is asked to back with 2 MiB pages, where it can (Linux): a fresh
+// set is touched all over, and on some machines each 4 KiB page's first
+// touch costs microseconds, which for the first image of a run adds up
+// to more than the rest of Unique. The first getSet takes it; others, while
+// it is taken, come from the pool.
+var huge struct {
+	once  sync.Once
+	set   *colorSet // nil if the memory could not be had
+	taken sync.Mutex
+}
+
+// getSet returns an empty colorSet; putSet gives it back.
+func getSet() *colorSet {
+	huge.once.Do(func() {
+		if p := hugeAlloc(unsafe.Sizeof(colorSet{})); p != nil {
+			huge.set = (*colorSet)(p)
+		}
+	})
+	if huge.set != nil && huge.taken.TryLock() {
+		return huge.set
+	}
+	return colorSets.Get().(*colorSet)
+}
+
+func putSet(s *colorSet) {
+	if s == huge.set {
+		huge.taken.Unlock()
+		return
+	}
+	colorSets.Put(s)
+}
 
 // Unique returns the distinct colours of img's visible pixels, with their
 // pixel counts and, for each pixel, the index of its colour. The result does
@@ -158,7 +192,7 @@ func collect(img *image.NRGBA, workers int) (*colorSet, []uint32) {
 	w, h := img.Rect.Dx(), img.Rect.Dy()
 	sets := make([]*colorSet, workers)
 	run(workers, func(i int) {
-		s := colorSets.Get().(*colorSet)
+		s := getSet()
 		prev := uint32(0) // transparent
 		for y := i * h / workers; y < (i+1)*h/workers; y++ {
 			r := img.Pix[img.PixOffset(img.Rect.Min.X, img.Rect.Min.Y+y):][:4*w]
@@ -177,7 +211,7 @@ func collect(img *image.NRGBA, workers int) (*colorSet, []uint32) {
 	set := sets[0]
 	for _, s := range sets[1:] {
 		set.or(s)
-		colorSets.Put(s)
+		putSet(s)
 	}
 	var n uint32
 	set.words(func(j int) {
