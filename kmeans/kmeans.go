@@ -64,8 +64,9 @@ type Config struct {
 	MaxIter int
 	// Tol stops Lloyd when the inertia improves by less than Tol relative
 	// to its value (on the reduced set of Coarse, by less than the larger
-	// of Tol and 3·10⁻⁴). Lloyd always stops when no label changes. A
-	// negative Tol runs until no label changes or MaxIter.
+	// of Tol and 3·10⁻⁴). Lloyd always stops when no label changes. 0
+	// means DefaultTol, or 10⁻⁵ for K ≤ 16; a negative Tol runs until no
+	// label changes or MaxIter.
 	Tol float64
 	// Trials is the number of candidates per k-means++ step; 0 means
 	// 2 + ⌊ln K⌋, as scikit-learn does.
@@ -76,9 +77,9 @@ type Config struct {
 	// Coarse bounds the size of the reduced point set that the starts run
 	// on before the winner is refined on all points: the points are cut,
 	// kd-tree fashion, into at most Coarse parts of equal counts, each
-	// standing for its points at their weighted mean. 0 means 512·K
-	// within [4096, DefaultCoarse]; a negative value runs the starts on
-	// all points.
+	// standing for its points at their weighted mean. 0 means 512·K up
+	// to DefaultCoarse, and DefaultCoarse for K ≤ 16; a negative value runs
+	// the starts on all points.
 	Coarse int
 	// Breathe is the depth of breathing k-means (Fritzke 2021), which
 	// improves the best start after Lloyd: it adds centroids beside those

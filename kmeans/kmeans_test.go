@@ -158,7 +158,7 @@ func TestLloydMatchesReference(t *testing.T) {
 		}
 		wantC, wantL, wantI := referenceLloyd(p, init, 50, DefaultTol)
 		for _, v := range variants {
-			m, err := Run(context.Background(), p, Config{K: tc.k, Init: InitGiven, Centroids: init, MaxIter: 50, Algorithm: v.algo, Update: v.update}, nil)
+			m, err := Run(context.Background(), p, Config{K: tc.k, Init: InitGiven, Centroids: init, MaxIter: 50, Tol: DefaultTol, Algorithm: v.algo, Update: v.update}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,6 +35,7 @@ type config struct {
 	seed        uint64
 	maxIter     int
 	tol         float64
+	tolSet      bool // --tol was given; else the engine's default for k
 	dither      bool
 	fixed       []color.NRGBA
 	imageFormat string           // quantize: png, gif or jpeg; "" to follow -o's extension
@@ -100,7 +101,7 @@ func flagSet(cmd string, c *config) *flag.FlagSet {
 	})
 	fs.Uint64Var(&c.seed, "seed", 0, "seed of the random choices; the same seed gives the same output")
 	fs.IntVar(&c.maxIter, "max-iter", kmeans.DefaultMaxIter, "most Lloyd iterations")
-	fs.Float64Var(&c.tol, "tol", kmeans.DefaultTol, "stop when the inertia improves by less than this fraction; 0 runs until no pixel changes cluster")
+	fs.Float64Var(&c.tol, "tol", kmeans.DefaultTol, "stop when the inertia improves by less than this fraction (unless given, 1e-5 for k ≤ 16); 0 runs until no pixel changes cluster")
 	fs.Func("fixed", "`colours` that must be in the palette, e.g. '#ff0000,#fff'", func(s string) error {
 		cs, err := palette.ParseColors(s)
 		if err != nil {
@@ -278,6 +279,11 @@ func parseArgs(args []string) (*config, error) {
 		c.inputs = append(c.inputs, left[0])
 		rest = left[1:]
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "tol" {
+			c.tolSet = true
+		}
+	})
 	return c, c.check()
 }
 

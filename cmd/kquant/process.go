@@ -60,7 +60,10 @@ func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *o
 		Fixed: cfg.fixed, Backend: backend, Workers: cfg.workers,
 		Algorithm: cfg.algo, Update: cfg.update,
 	}
-	if cfg.tol == 0 {
+	switch {
+	case !cfg.tolSet:
+		r.opt.Tol = 0 // the engine's default for k
+	case cfg.tol == 0:
 		r.opt.Tol = -1 // until no label changes
 	}
 	if cfg.json {
