@@ -36,6 +36,10 @@ func benchCentroids(pts *kmeans.Points, k int) []int32 {
 // the exact re-search took.
 func benchAssign(b *testing.B, pts *kmeans.Points, k int, mode string) {
 	g := gpu(b)
+	free0, _, err := g.MemInfo()
+	if err != nil {
+		b.Fatal(err)
+	}
 	s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
 	if err != nil {
 		b.Fatal(err)
@@ -51,6 +55,11 @@ func benchAssign(b *testing.B, pts *kmeans.Points, k int, mode string) {
 		if err := s.Assign(ctx, cent, &st); err != nil {
 			b.Fatal(err)
 		}
+	}
+	// device memory the session holds
+	free1, _, err := g.MemInfo()
+	if err != nil {
+		b.Fatal(err)
 	}
 	var total float64
 	b.ResetTimer()
@@ -69,6 +78,12 @@ func benchAssign(b *testing.B, pts *kmeans.Points, k int, mode string) {
 	b.ReportMetric(ms, "kernel-ms")
 	b.ReportMetric(float64(pts.Len())*float64(k)/(ms*1e6), "pairs/ns")
 	b.ReportMetric(float64(info(s).fallbacks)/float64(pts.Len()), "fallback-share")
+	// against the decoded image (4 bytes a pixel, NRGBA) when the points are
+	// pixels
+	b.ReportMetric(float64(int64(free0)-int64(free1))/1e6, "device-MB")
+	if pts.Weights == nil {
+		b.ReportMetric(float64(int64(free0)-int64(free1))/float64(4*pts.Len()), "x-image")
+	}
 	if !info(s).fast {
 		b.Log("exact kernel, not the tensor-core one")
 	}
@@ -76,7 +91,7 @@ func benchAssign(b *testing.B, pts *kmeans.Points, k int, mode string) {
 
 // BenchmarkAssignPixels: one Lloyd assignment over all 14.7 M pixels of
 // altai-5120.png (no deduplication), RGB: the kernel Assign picks (auto),
-// then the scalar and tensor-core variants forced, for comparison.
+// then the integer, scalar and tensor-core variants forced, for comparison.
 func BenchmarkAssignPixels(b *testing.B) {
 	px := loadPixels(b, "altai-5120.png")
 	pts := colourPoints(px, nil, "rgb")
@@ -86,8 +101,9 @@ func BenchmarkAssignPixels(b *testing.B) {
 		modes   []string
 	}{
 		{"auto", []int{16, 64, 256, 1024}, []string{"steady", "fresh"}},
-		{"small", []int{16, 32, 64}, []string{"steady"}},
-		{"m4", []int{16, 32}, []string{"steady"}},
+		{"idp", []int{16, 32, 64, 128, 256}, []string{"steady"}},
+		{"small", []int{16, 32}, []string{"steady"}},
+		{"m4", []int{16, 64, 128, 256}, []string{"steady"}},
 		{"m2", []int{256, 1024}, []string{"steady"}},
 	}
 	if variants() == 1 {

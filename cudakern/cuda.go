@@ -100,6 +100,7 @@ const (
 	kFastP16M4 = "kq_fast_p16_m4"
 	kSmallP8   = "kq_small_p8"
 	kSmallP16  = "kq_small_p16"
+	kIDPP8     = "kq_idp_p8"
 	kGenF32    = "kq_generic_f32"
 	kGenI64    = "kq_generic_i64"
 	kDDHist    = "kq_dd_hist"
@@ -140,7 +141,7 @@ const (
 var prunedKernels = []string{kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kRIDF32, kRIDI64}
 
-var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kGenF32, kGenI64,
+var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8, kGenF32, kGenI64,
 	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather}
@@ -257,7 +258,7 @@ func (b *Backend) loadModule() error {
 	// The assignment kernels take their shared memory dynamically; their
 	// static shared memory is below 1 KiB: leave it room.
 	b.smem -= 1024
-	for _, name := range append([]string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kGenF32, kGenI64}, prunedKernels...) {
+	for _, name := range append([]string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8, kGenF32, kGenI64}, prunedKernels...) {
 		if err := a.check("cuFuncSetAttribute("+name+")", a.cuFuncSetAttribute(b.fn[name], funcAttrMaxDynamicShared, int32(b.smem))); err != nil {
 			return err
 		}

@@ -267,7 +267,7 @@ func TestVariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	px := loadPixels(t, "smarties.png")
 	colors, counts, _ := UniqueRGB(px)
-	for _, variant := range []string{"small", "m2", "m4"} {
+	for _, variant := range []string{"idp", "small", "m2", "m4"} {
 		t.Setenv("KQUANT_CUDA_KERNEL", variant)
 		for _, space := range []string{"rgb", "lab"} {
 			for _, pts := range []*kmeans.Points{colourPoints(px, nil, space), colourPoints(colors, counts, space)} {
@@ -277,6 +277,78 @@ func TestVariants(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestIntegerKernel: the integer kernel (kq_idp_p8, forced) against the CPU
+// on unweighted pixels and weighted colours, up to its largest k, with
+// centroids at and beyond the corners of the points' box and near the edge
+// of the fast kernels' range; on 1, 2 and 4 dimensions; and another kernel
+// wherever idpFits refuses (here: a grid step that differs between axes).
+func TestIntegerKernel(t *testing.T) {
+	b := gpu(t)
+	t.Setenv("KQUANT_CUDA_KERNEL", "idp")
+	rng := rand.New(rand.NewPCG(29, 30))
+	px := loadPixels(t, "starry_night.jpg")
+	colors, counts, _ := UniqueRGB(px)
+	uneven := colourPoints(px, nil, "rgb")
+	for i := 0; i < len(uneven.Coords); i += 3 {
+		uneven.Coords[i] &^= 15 // red on a grid of 16, green and blue of 8
+	}
+	sets := []*kmeans.Points{colourPoints(px, nil, "rgb"), colourPoints(colors, counts, "rgb"), uneven}
+	for _, dim := range []int{1, 2, 4} {
+		p := &kmeans.Points{Dim: dim, Coords: make([]int32, 20000*dim), Weights: make([]uint32, 20000)}
+		for i := range p.Coords {
+			p.Coords[i] = 300 + 4*int32(rng.IntN(200))
+		}
+		for i := range p.Weights {
+			p.Weights[i] = 1 + uint32(rng.IntN(1000))
+		}
+		sets = append(sets, p)
+	}
+	var used, refused int
+	for _, pts := range sets {
+		L := planLayout(pts)
+		cs := centroidSets(rng, pts, 2, 16, 100, idpMaxK)
+		lo, hi := pts.Bounds()
+		// the corners of the box, then the corners 40 and 150 outside it
+		for _, out := range []int32{0, 40, 150} {
+			var c []int32
+			for m := range 1 << pts.Dim {
+				for j := range pts.Dim {
+					v := lo[j] - out
+					if m>>j&1 == 1 {
+						v = hi[j] + out
+					}
+					c = append(c, v)
+				}
+			}
+			cs = append(cs, c)
+		}
+		// a centroid near the edge of the fast kernels' range
+		edge := slices.Clone(cs[0])
+		for j := range pts.Dim {
+			edge = append(edge, int32(L.center[j]))
+		}
+		edge[len(edge)-pts.Dim] = int32(L.center[0] + L.radius - 2)
+		cs = append(cs, edge)
+		infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 300}, cs)
+		for i, in := range infos {
+			_, ok := L.idpFits(cs[i])
+			ok = ok && L.fastFits(cs[i])
+			if (in.kernel == kIDPP8) != ok {
+				t.Errorf("dim %d, assign %d: kernel %s, idpFits %v", pts.Dim, i, in.kernel, ok)
+			}
+			if ok {
+				used++
+			} else {
+				refused++
+			}
+		}
+	}
+	t.Logf("integer kernel: %d assignments, %d refused", used, refused)
+	if refused == 0 || used == 0 {
+		t.Error("the integer kernel took all or none of the assignments")
 	}
 }
 

@@ -30,6 +30,7 @@
 // on the order of the additions, so the result is exact and deterministic.
 
 #include <stdint.h>
+#include <type_traits>
 
 typedef unsigned long long u64;
 typedef long long i64;
@@ -60,7 +61,7 @@ struct Params {
     u64 scal;     // u64 [4]: inertia, moved weight, fallback points, spare
     int n, npad, k, kpad;
     int dim, s, chunk, flags;
-    int fmt, label32, accslots, pad0;
+    int fmt, label32, accslots, g2;  // g2: integer kernel, g² of every axis
     float g[4];    // P8 decode: x_j - center_j = q_j*g_j + off_j
     float off[4];
     u32 half_g[4];   // per lane class q: half2 of g for the A fragment
@@ -453,10 +454,10 @@ __device__ __forceinline__ void fast_body(const Params& p) {
                 if ((flags & F_ALL_MOVED) || old != lab) movedw += w;
             }
             if (flags & F_NO_ACC) continue;
-            int v[4];
-#pragma unroll
-            for (int j = 0; j < 4; j++) v[j] = float_to_int(xo[g][j]);
             if (flags & F_FRESH_ACC) {
+                int v[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) v[j] = float_to_int(xo[g][j]);
 #if __CUDA_ARCH__ >= 800
                 if (flags & F_AGGREGATE) {
                     // unweighted: add each group of equal labels of the warp once
@@ -476,7 +477,7 @@ __device__ __forceinline__ void fast_body(const Params& p) {
             } else if (valid && old != lab) {
                 i64 sv[4], nv[4];
 #pragma unroll
-                for (int j = 0; j < 4; j++) sv[j] = (i64)w * v[j], nv[j] = -sv[j];
+                for (int j = 0; j < 4; j++) sv[j] = (i64)w * float_to_int(xo[g][j]), nv[j] = -sv[j];
                 add_fast(sacc, acc32, old, dim, -(i64)w, nv);
                 add_fast(sacc, acc32, lab, dim, (i64)w, sv);
             }
@@ -626,6 +627,187 @@ __device__ __forceinline__ void small_body(const Params& p) {
 
 extern "C" __global__ void __launch_bounds__(256) kq_small_p8(const Params p) { small_body<FMT_P8>(p); }
 extern "C" __global__ void __launch_bounds__(256) kq_small_p16(const Params p) { small_body<FMT_P16>(p); }
+
+// ------------------------------------------------------ integer kernel
+//
+// For points on an 8-bit grid (FMT_P8, x_j = g·q_j + lo_j with the same g on
+// every axis) and at most 256 centroids, each pair costs four integer
+// instructions and no conversion. With the point's bytes centred,
+// q~_j = q_j - 128 (a signed byte: the packed word XOR 0x80 per axis), and
+// the centroid relative to the grid's middle, c''_j = c_j - lo_j - 128g,
+//   score(x, c) = |c''|^2 + Σ_j (-2g·c''_j)·q~_j = d(x, c) - g^2·|q~|^2.
+// Two dp2a (16-bit centroid terms times the point's signed bytes, 32-bit
+// accumulate) form score - M exactly, M being a constant the host centres
+// the scores with, and one byte permute packs
+//   key = (score - M)·256 + j    (j < 256 the centroid index),
+// which orders the pairs by distance, ties to the lowest index. The host
+// only picks this kernel when every -2g·c''_j fits in 16 bits and every
+// score - M of the grid box lies in [-2^23, 2^23 - 2] (idpFits in
+// params.go), so the key is exact. Centroids sit in shared memory as int4
+// (-2g·c''_0 | -2g·c''_1 << 16, -2g·c''_2 | -2g·c''_3 << 16, |c''|^2 - M, j),
+// padded to a multiple of 4 with entries (0, 0, 2^23 - 1, j) that no point
+// picks. Params: g2 = g^2, sel[0] = the XOR mask (0x80 per axis), sel[1] = M.
+// A warp takes 256 points a step, a lane 8: points base+4·lane+{0..3} and
+// base+128+4·lane+{0..3} (one 16-byte load of points and one 8-byte load of
+// labels each quad).
+
+__device__ __forceinline__ int dp2lo(int a, u32 b, int c) {
+    int d;
+    asm("dp2a.lo.s32.s32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+__device__ __forceinline__ int dp2hi(int a, u32 b, int c) {
+    int d;
+    asm("dp2a.hi.s32.s32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+__device__ __forceinline__ int dp4s(u32 a, u32 b, int c) {
+    int d;
+    asm("dp4a.s32.s32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+// QN quads of points per lane: a warp takes 128·QN points a step.
+template <int QN>
+__device__ __forceinline__ void idp_body(const Params& p) {
+    constexpr int NP = 4 * QN, TILE = 128 * QN;
+    extern __shared__ uint4 smem4[];
+    int4* sc = (int4*)smem4;
+    const int n = p.n, npad = p.npad, k = p.k, dim = p.dim;
+    const int kq = (k + 3) & ~3;
+    u32* sacc = (u32*)(sc + kq);
+    const int nslots = k * (1 + dim);
+    __shared__ u64 red[3 * 8];
+    for (int i = threadIdx.x; i < kq; i += blockDim.x) sc[i] = ((const int4*)p.frag)[i];
+    for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
+    __syncthreads();
+
+    const int flags = p.flags;
+    const bool acc32 = flags & F_ACC32, allMoved = flags & F_ALL_MOVED;
+    const u32* W = (const u32*)p.weights;
+    const u32 g2 = (u32)p.g2, xmask = p.sel[0];
+    const int M = (int)p.sel[1];
+    const int lane = threadIdx.x & 31;
+    const int warps = (gridDim.x * blockDim.x) >> 5;
+    const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    unsigned short* labels = (unsigned short*)p.labels;
+    u64 inertia = 0, movedw = 0;
+
+    for (int base = gw * TILE; base < n; base += warps * TILE) {
+        u32 pw[NP];
+        uint2 oldp[QN];  // old labels, packed
+#pragma unroll
+        for (int h = 0; h < QN; h++) {
+            const int i0 = base + 128 * h + 4 * lane;
+            uint4 v = make_uint4(0, 0, 0, 0);
+            oldp[h] = make_uint2(0xffffffffu, 0xffffffffu);
+            if (i0 < npad) {
+                v = __ldg((const uint4*)p.pts + (i0 >> 2));
+                oldp[h] = *(const uint2*)(labels + i0);
+            }
+            pw[4 * h + 0] = v.x ^ xmask, pw[4 * h + 1] = v.y ^ xmask;
+            pw[4 * h + 2] = v.z ^ xmask, pw[4 * h + 3] = v.w ^ xmask;
+        }
+        int key[NP];
+#pragma unroll
+        for (int t = 0; t < NP; t++) key[t] = 0x7fffffff;
+#pragma unroll 4
+        for (int c = 0; c < kq; c++) {
+            const int4 m = sc[c];
+#pragma unroll
+            for (int t = 0; t < NP; t++) {
+                const int s = dp2hi(m.y, pw[t], dp2lo(m.x, pw[t], m.z));
+                key[t] = min(key[t], (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < QN; h++) {
+            const int i0 = base + 128 * h + 4 * lane;
+            u32 lab[4], wt[4];
+            const u32 old[4] = {oldp[h].x & 0xffffu, oldp[h].x >> 16, oldp[h].y & 0xffffu, oldp[h].y >> 16};
+            uint4 w = make_uint4(1, 1, 1, 1);
+            if (W && i0 < npad) w = __ldg((const uint4*)(W + i0));
+            wt[0] = w.x, wt[1] = w.y, wt[2] = w.z, wt[3] = w.w;
+            bool changed = false;
+            const int nvalid = n - i0;  // points u < nvalid of this quad exist
+            // labels, distance and moved weight; FULL: all four points exist
+            auto book = [&](auto full) {
+                constexpr bool FULL = decltype(full)::value;
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    const int t = 4 * h + u;
+                    const bool valid = FULL || u < nvalid;
+                    const u32 w = valid ? wt[u] : 0u;
+                    lab[u] = valid ? (u32)(key[t] & 255) : old[u];
+                    const u32 d = (u32)((key[t] >> 8) + M) + g2 * (u32)dp4s(pw[t], pw[t], 0);
+                    inertia += (u64)w * d;
+                    const bool mv = old[u] != lab[u];
+                    if (allMoved || mv) movedw += w;
+                    changed |= mv;
+                }
+            };
+            if (nvalid >= 4)
+                book(std::integral_constant<bool, true>());
+            else
+                book(std::integral_constant<bool, false>());
+            if (changed) *(uint2*)(labels + i0) = make_uint2(lab[0] | lab[1] << 16, lab[2] | lab[3] << 16);
+            if (flags & F_NO_ACC) continue;
+            // centred coordinates of point t, only for the points that add
+            auto coords = [&](int t, int (&v)[4]) {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const float f = __uint_as_float(__byte_perm(pw[t] ^ xmask, 0x4B000000u, j | 0x7540));
+                    v[j] = float_to_int(fmaf(f - 8388608.0f, p.g[j], p.off[j]));
+                }
+            };
+            if (flags & F_FRESH_ACC) {
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    const bool valid = i0 + u < n;
+                    int v[4];
+                    coords(4 * h + u, v);
+#if __CUDA_ARCH__ >= 800
+                    if (flags & F_AGGREGATE) {
+                        const u32 peers = __match_any_sync(0xffffffffu, valid ? lab[u] : 0xffffffffu);
+                        i64 sj[4];
+#pragma unroll
+                        for (int j = 0; j < 4; j++) sj[j] = j < dim ? (int)__reduce_add_sync(peers, (u32)v[j]) : 0;
+                        if (valid && (__ffs(peers) - 1) == lane) add_fast(sacc, acc32, lab[u], dim, __popc(peers), sj);
+                        continue;
+                    }
+#endif
+                    i64 sv[4];
+#pragma unroll
+                    for (int j = 0; j < 4; j++) sv[j] = (i64)wt[u] * v[j];
+                    if (valid) add_fast(sacc, acc32, lab[u], dim, (i64)wt[u], sv);
+                }
+            } else if (changed) {
+                // a moved point leaves its old cluster and joins the new one
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    if (i0 + u >= n || old[u] == lab[u]) continue;
+                    int v[4];
+                    coords(4 * h + u, v);
+                    i64 sv[4], nv[4];
+#pragma unroll
+                    for (int j = 0; j < 4; j++) sv[j] = (i64)wt[u] * v[j], nv[j] = -sv[j];
+                    add_fast(sacc, acc32, old[u], dim, -(i64)wt[u], nv);
+                    add_fast(sacc, acc32, lab[u], dim, (i64)wt[u], sv);
+                }
+            }
+        }
+    }
+    __syncthreads();
+    if (acc32)
+        flush32(sacc, nslots, (u64*)p.acc);
+    else
+        flush(sacc, nslots, (u64*)p.acc);
+    block_scalars(p, inertia, movedw, 0, red);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4) kq_idp_p8(const Params p) { idp_body<2>(p); }
 
 // --------------------------------------------------------- generic kernel
 //

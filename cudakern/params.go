@@ -14,7 +14,7 @@ type kparams struct {
 	Pts, Weights, Labels, Frag, Cent, Acc, Scal uint64
 	N, Npad, K, Kpad                            int32
 	Dim, S, Chunk, Flags                        int32
-	Fmt, Label32, AccSlots, Pad0                int32
+	Fmt, Label32, AccSlots, G2                  int32
 	G, Off                                      [4]float32
 	HalfG, HalfOff, Sel                         [4]uint32
 }
@@ -32,6 +32,10 @@ const (
 	fmtP16 = 1
 	fmtI32 = 2
 )
+
+// idpMaxK is the most centroids the integer kernel (kq_idp_p8) takes: its
+// keys hold 8 index bits.
+const idpMaxK = 256
 
 // Limits of the fast (tensor-core) kernel.
 const (
@@ -252,6 +256,96 @@ func (L *layout) fastFits(centroids []int32) bool {
 		}
 	}
 	return true
+}
+
+// idpFits reports whether the integer kernel is exact for centroids
+// (uncentred, k·dim), and returns the offset M it centres the scores with.
+// It needs points on an 8-bit grid with the same step g on every axis, every
+// -2g·c”_j (c”_j = c_j - lo_j - 128g) a 16-bit integer, and every score
+// |c”|² - 2g·q~·c” of a centroid and a point of the grid box (q~_j =
+// q_j - 128) within [M - 2^23, M + 2^23 - 2]: then (score - M)·256 + j is
+// exact in an int32 and the padding entries (score - M = 2^23 - 1) lose to
+// every centroid.
+func (L *layout) idpFits(centroids []int32) (m int64, ok bool) {
+	dim := L.dim
+	k := len(centroids) / dim
+	if !L.fast || L.fmt != fmtP8 || dim > 4 || k > idpMaxK || k == 0 {
+		return 0, false
+	}
+	g := L.g[0]
+	var q2 int64
+	for j := range dim {
+		if L.g[j] != g {
+			return 0, false
+		}
+		q := max(128, (L.hi[j]-L.lo[j])/g-128)
+		q2 += q * q
+	}
+	if g*g*q2 >= 1<<31 {
+		return 0, false // d = score + g²|q~|² must fit in a uint32
+	}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for c := range k {
+		var sl, sh int64
+		for j := range dim {
+			cc := int64(centroids[c*dim+j]) - L.lo[j] - 128*g
+			a := -2 * g * cc
+			if a < math.MinInt16 || a > math.MaxInt16 {
+				return 0, false
+			}
+			// c''² + a·q~ is linear in q~ ∈ [-128, Q - 128]: extreme at the ends
+			t0, t1 := cc*cc-128*a, cc*cc+((L.hi[j]-L.lo[j])/g-128)*a
+			sl += min(t0, t1)
+			sh += max(t0, t1)
+		}
+		lo, hi = min(lo, sl), max(hi, sh)
+	}
+	m = lo + (hi-lo)/2
+	if hi-m > 1<<23-2 || m-lo > 1<<23 {
+		return 0, false
+	}
+	return m, true
+}
+
+// idpTable writes the integer kernel's centroid table for centroids
+// (uncentred, k·dim) and offset m (idpFits) to tab, 4 words per entry,
+// padded to a multiple of 4 entries: (-2g·c”_0 | -2g·c”_1 << 16,
+// -2g·c”_2 | -2g·c”_3 << 16, |c”|² - m, j), each -2g·c”_j a 16-bit two's
+// complement half; padding entries (0, 0, 2^23 - 1, j).
+func (L *layout) idpTable(centroids []int32, m int64, tab []int32) {
+	dim := L.dim
+	k := len(centroids) / dim
+	kq := (k + 3) &^ 3
+	g := L.g[0]
+	for c := range kq {
+		e := tab[4*c : 4*c+4]
+		if c >= k {
+			e[0], e[1], e[2], e[3] = 0, 0, 1<<23-1, int32(c)
+			continue
+		}
+		var a [4]int64
+		var norm int64
+		for j := range dim {
+			cc := int64(centroids[c*dim+j]) - L.lo[j] - 128*g
+			a[j] = -2 * g * cc
+			norm += cc * cc
+		}
+		e[0] = int32(uint32(uint16(a[0])) | uint32(uint16(a[1]))<<16)
+		e[1] = int32(uint32(uint16(a[2])) | uint32(uint16(a[3]))<<16)
+		e[2] = int32(norm - m)
+		e[3] = int32(c)
+	}
+}
+
+// idpParams fills the integer kernel's fields of p: g², the XOR mask that
+// centres the point bytes of the axes, and m.
+func (L *layout) idpParams(p *kparams, m int64) {
+	p.G2 = int32(L.g[0] * L.g[0])
+	var mask uint32
+	for j := range L.dim {
+		mask |= 0x80 << (8 * j)
+	}
+	p.Sel[0], p.Sel[1] = mask, uint32(int32(m))
 }
 
 // exactFloat reports whether every distance between a point and one of

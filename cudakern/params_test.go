@@ -343,3 +343,102 @@ func TestUniqueRGB(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegerKeys emulates the integer kernel (kq_idp_p8) on the host, with
+// dp2a's arithmetic (16-bit signed centroid halves times the point's signed
+// bytes, 32-bit accumulate) and the byte-permute packing: wherever idpFits
+// accepts the centroids, the smallest key names the nearest centroid (ties
+// to the lowest index) and gives its exact distance.
+func TestIntegerKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	var tried, refused int
+	for range 400 {
+		dim := 1 + rng.IntN(4)
+		g := []int32{1, 2, 4, 8, 8, 8}[rng.IntN(6)]
+		const n = 300
+		pts := &kmeans.Points{Dim: dim, Coords: make([]int32, n*dim)}
+		base := int32(rng.IntN(800)) - 400
+		span := 1 + rng.IntN(256)
+		for i := range pts.Coords {
+			pts.Coords[i] = base + g*int32(rng.IntN(span))
+		}
+		L := planLayout(pts)
+		if L.fmt != fmtP8 {
+			continue
+		}
+		lo, hi := pts.Bounds()
+		k := 1 + rng.IntN(idpMaxK)
+		out := int32(rng.IntN(1500))
+		cent := make([]int32, k*dim)
+		for i := range cent {
+			j := i % dim
+			cent[i] = lo[j] - out + int32(rng.IntN(int(hi[j]-lo[j]+2*out+1)))
+		}
+		m, ok := L.idpFits(cent)
+		if !ok {
+			refused++
+			continue
+		}
+		tried++
+		var p kparams
+		L.idpParams(&p, m)
+		kq := (k + 3) &^ 3
+		tab := make([]int32, 4*kq)
+		L.idpTable(cent, m, tab)
+		words := L.pack(pts)
+		for i := range n {
+			pw := words[i] ^ p.Sel[0]
+			bestKey := int64(math.MaxInt32)
+			for c := range kq {
+				e := tab[4*c:]
+				s := int64(e[2])
+				for h := range 4 {
+					half := int64(int16(uint32(e[h/2]) >> (16 * (h % 2))))
+					s += half * int64(int8(pw>>(8*h)))
+				}
+				if s < -1<<23 || s >= 1<<23 {
+					t.Fatalf("score - M = %d leaves 24 bits (dim %d, g %d, k %d)", s, dim, g, k)
+				}
+				bestKey = min(bestKey, s*256+int64(e[3]))
+			}
+			var q2 int64
+			for h := range 4 {
+				b := int64(int8(pw >> (8 * h)))
+				q2 += b * b
+			}
+			gotJ := int(bestKey & 255)
+			gotD := int64(uint32(int32(bestKey>>8)+int32(p.Sel[1])) + uint32(p.G2)*uint32(q2))
+			wantJ, wantD := -1, int64(0)
+			x := pts.At(i)
+			for c := range k {
+				var d int64
+				for j := range dim {
+					e := int64(x[j]) - int64(cent[c*dim+j])
+					d += e * e
+				}
+				if wantJ < 0 || d < wantD {
+					wantJ, wantD = c, d
+				}
+			}
+			if gotJ != wantJ || gotD != wantD {
+				t.Fatalf("point %d: centroid %d at %d, want %d at %d (dim %d, g %d, k %d)", i, gotJ, gotD, wantJ, wantD, dim, g, k)
+			}
+		}
+	}
+	t.Logf("%d point sets checked, %d refused", tried, refused)
+	// 8-bit RGB at Scale 8 over the whole range takes the integer kernel
+	// for any centroids inside the box
+	rgb := &kmeans.Points{Dim: 3, Coords: []int32{0, 0, 0, 8, 8, 8, 255 * 8, 255 * 8, 255 * 8}}
+	L := planLayout(rgb)
+	cent := make([]int32, 3*idpMaxK)
+	for i := range cent {
+		cent[i] = int32(rng.IntN(255*8 + 1))
+	}
+	cent[0], cent[1], cent[2], cent[3], cent[4], cent[5] = 0, 0, 0, 2040, 2040, 2040
+	if _, ok := L.idpFits(cent); !ok {
+		t.Error("RGB centroids inside the box: idpFits refuses")
+	}
+	if tried < 50 || refused == 0 {
+		t.Errorf("%d checked, %d refused: the test covers too little", tried, refused)
+	}
+}

@@ -38,6 +38,9 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 		return nil, err
 	}
 	s := &session{b: b, pts: pts, variant: os.Getenv("KQUANT_CUDA_KERNEL"), algo: opt.Algorithm, cur: opt.Algorithm}
+	if s.variant == "auto" {
+		s.variant = ""
+	}
 	switch opt.Algorithm {
 	case kmeans.Auto, kmeans.GEMM:
 		s.allowFast = b.fastErr == nil
@@ -110,6 +113,7 @@ type session struct {
 	k         int
 	prev      []int32 // centroids of the last Assign
 	lastFast  bool
+	lastKern  string // the labelling kernel of the last lloydPass
 	fallbacks uint64 // points of the last Assign searched again exactly (fast kernel)
 
 	up   []byte   // host staging of the upload
@@ -414,7 +418,8 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		L.fragments(centroids, kpad, frag, cent)
 		p.Frag = s.dUp + upHeader
 		p.Cent = s.dUp + uint64(upHeader+16*kpad)
-		kernel = s.fastKernel(k)
+		idpM, idp := L.idpFits(centroids)
+		kernel = s.fastKernel(k, idp)
 		smem = fastSmem
 		perIter := 8 * 32 // points per block and step with two m-tiles
 		switch kernel {
@@ -423,6 +428,13 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		case kSmallP8, kSmallP16:
 			perIter = 256 * 4
 			smem = 16*k + 8*slots
+		case kIDPP8:
+			kq := (k + 3) &^ 3
+			perIter = 256 * 8
+			smem = 16*kq + 8*slots
+			// the table takes the place of the fragments (16·kq ≤ 16·kpad)
+			L.idpTable(centroids, idpM, unsafe.Slice((*int32)(unsafe.Pointer(&s.up[upHeader])), 4*kq))
+			L.idpParams(&p, idpM)
 		}
 		work = (L.n + perIter - 1) / perIter
 	} else {
@@ -481,6 +493,7 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		return err
 	}
 	s.lastFast = useFast
+	s.lastKern = kernel
 	return s.mark(false)
 }
 
@@ -539,10 +552,16 @@ func (s *session) grow(n int) {
 // the tensor-core kernel's per-point work costs more than its products save.
 const smallK = 32
 
-// fastKernel picks the exact fast kernel for k centroids: the scalar one
-// for few centroids, else the tensor-core one. KQUANT_CUDA_KERNEL (small,
-// m2 or m4) forces a variant for benchmarks.
-func (s *session) fastKernel(k int) string {
+// idpK is the largest k for which the integer kernel is picked over the
+// scalar and tensor-core ones: on an H100 it is the faster up to its own
+// limit (bench/cuda/NOTES.md: 0.61 against 0.65 ms at k = 256).
+const idpK = idpMaxK
+
+// fastKernel picks the exact fast kernel for k centroids: the integer one
+// when idp (idpFits) allows it and k ≤ idpK, else the scalar one for few
+// centroids, else the tensor-core one. KQUANT_CUDA_KERNEL (idp, small, m2
+// or m4) forces a variant for benchmarks and tests.
+func (s *session) fastKernel(k int, idp bool) string {
 	p8 := s.L.fmt == fmtP8
 	pick := func(a, b string) string {
 		if p8 {
@@ -552,6 +571,10 @@ func (s *session) fastKernel(k int) string {
 	}
 	small := s.L.dim <= 3 && k <= fastChunk
 	switch s.variant {
+	case "idp":
+		if idp {
+			return kIDPP8
+		}
 	case "small":
 		if small {
 			return pick(kSmallP8, kSmallP16)
@@ -560,6 +583,9 @@ func (s *session) fastKernel(k int) string {
 		return pick(kFastP8M2, kFastP16M2)
 	case "m4":
 		return pick(kFastP8M4, kFastP16M4)
+	}
+	if idp && k <= idpK && s.variant == "" {
+		return kIDPP8
 	}
 	if small && k <= smallK {
 		return pick(kSmallP8, kSmallP16)
@@ -610,6 +636,7 @@ func (s *session) Farthest(m int) ([]int, error) {
 // sessionInfo describes the last Assign of a session (tests, benchmarks).
 type sessionInfo struct {
 	fast      bool
+	kernel    string
 	fmt       int
 	fallbacks uint64
 	ms        float64
@@ -617,7 +644,7 @@ type sessionInfo struct {
 
 func info(ks kmeans.Session) sessionInfo {
 	s := ks.(*session)
-	return sessionInfo{fast: s.lastFast, fmt: s.L.fmt, fallbacks: s.fallbacks, ms: s.ms}
+	return sessionInfo{fast: s.lastFast, kernel: s.lastKern, fmt: s.L.fmt, fallbacks: s.fallbacks, ms: s.ms}
 }
 
 // timeKernels makes every later Assign of ks record the device time of its

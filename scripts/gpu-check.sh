@@ -65,24 +65,25 @@ if has bench; then
 	echo "== bench"
 	(cd "$ROOT/cudakern" && "$GPU/cudakern.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime "$BENCHTIME" -test.timeout 20m) >"$OUT/bench.log" 2>&1 || status=1
 	grep -E 'unique colours|FAIL|panic' "$OUT/bench.log"
-	awk 'BEGIN { printf "%-48s %10s %10s %9s %8s\n", "benchmark", "wall ms", "kernel ms", "pairs/ns", "fallback" }
+	awk 'BEGIN { printf "%-48s %10s %10s %9s %8s %9s\n", "benchmark", "wall ms", "kernel ms", "pairs/ns", "fallback", "device MB" }
 	/^Benchmark/ {
-		name = $1; sub(/-[0-9]+$/, "", name); wall = ""; k = ""; p = ""; f = ""
+		name = $1; sub(/-[0-9]+$/, "", name); wall = ""; k = ""; p = ""; f = ""; m = ""
 		for (i = 3; i < NF; i++) {
 			if ($(i+1) == "ns/op") wall = sprintf("%.4f", $i / 1e6)
 			if ($(i+1) == "kernel-ms") k = $i
 			if ($(i+1) == "pairs/ns") p = $i
 			if ($(i+1) == "fallback-share") f = $i
+			if ($(i+1) == "device-MB") m = $i
 		}
-		printf "%-48s %10s %10s %9s %8s\n", name, wall, k, p, f
+		printf "%-48s %10s %10s %9s %8s %9s\n", name, wall, k, p, f, m
 	}' "$OUT/bench.log"
 fi
 
 if has ncu && command -v ncu >/dev/null 2>&1; then
 	echo "== ncu (one steady assignment of all 14.7 M pixels of altai-5120.png; inst = warp instructions)"
 	for k in ${NCU_K:-16 256 1024}; do
-		(cd "$ROOT/cudakern" && KQUANT_CUDA_SELFTEST=0 ncu --kernel-name regex:"kq_(fast|small)" --launch-skip 3 --launch-count 1 \
-			--metrics smsp__inst_executed.sum,gpu__time_duration.sum,sm__cycles_elapsed.avg,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+		(cd "$ROOT/cudakern" && KQUANT_CUDA_SELFTEST=0 ncu --kernel-name regex:"kq_(fast|small|idp)" --launch-skip 3 --launch-count 1 \
+			--metrics smsp__inst_executed.sum,gpu__time_duration.sum,sm__cycles_elapsed.avg,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
 			"$GPU/cudakern.test" -test.run '^$' -test.bench "AssignPixels/${NCU_VARIANT:-auto}/k=$k/steady" -test.benchtime 1x) >"$OUT/ncu-k.log" 2>&1
 		cat "$OUT/ncu-k.log" >>"$OUT/ncu.log"
 		grep -E '  kq_|inst_executed|duration|issue_active|warps_active|pipe|dram|cycles_elapsed' "$OUT/ncu-k.log" | sed "s/^ */k=$k /"
