@@ -630,7 +630,7 @@ func TestSeeder(t *testing.T) {
 			cent = append(cent, pts.At(i)...)
 		}
 		ctx := context.Background()
-		m1, err1 := kmeans.Run(ctx, pts, kmeans.Config{K: c.k, Seed: 5, Starts: 1, MaxIter: 3}, nil)
+		m1, err1 := kmeans.Run(ctx, pts, kmeans.Config{K: c.k, Seed: 5, Starts: 1, MaxIter: 3, Breathe: -1, Coarse: -1}, nil)
 		m2, err2 := kmeans.Run(ctx, pts, kmeans.Config{K: c.k, Init: kmeans.InitGiven, Centroids: cent, MaxIter: 3}, nil)
 		if err1 != nil || err2 != nil || sameModel(m1, m2) != nil {
 			t.Logf("%s k=%d: the engine's k-means++ no longer matches the device seeds (engine changed?)", c.name, c.k)
