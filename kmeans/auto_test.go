@@ -2,6 +2,11 @@ package kmeans
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +15,8 @@ import (
 
 // TestAutoSwitchesKeepStats forces Auto through every algorithm, switching
 // at every pass in a fixed rotation (into and out of the kd-tree, into
-// Bounds from each of the others), and checks that the model and every
+// Bounds from each of the others, back into the per-point session after
+// kd-tree passes), and checks that the model and every
 // iteration's inertia and moved weight equal plain Lloyd's.
 func TestAutoSwitchesKeepStats(t *testing.T) {
 	t.Setenv("KQUANT_CALIBRATION", "off")
@@ -35,8 +41,11 @@ func TestAutoSwitchesKeepStats(t *testing.T) {
 		for _, rot := range [][]Algorithm{
 			{KDTree, Bounds, WuHong, KDTree, Lloyd, Bounds, GEMM, KDTree, KDTree, Bounds},
 			{Bounds, Bounds, WuHong, GEMM, Bounds, Lloyd, Lloyd, WuHong},
+			// out to the kd-tree and back into the per-point session as it
+			// was left (the bounds kept across one and two tree passes)
+			{Bounds, Bounds, KDTree, Bounds, Bounds, KDTree, KDTree, Bounds, WuHong, KDTree, WuHong, Lloyd},
 		} {
-			if tc.dim > maxTreeDim {
+			if tc.dim > autoTreeDim {
 				rot = slices.DeleteFunc(slices.Clone(rot), func(a Algorithm) bool { return a == KDTree })
 			}
 			calls := 0
@@ -157,5 +166,163 @@ func TestCalibrationCached(t *testing.T) {
 	}
 	if CalibrationPath() == "" || !strings.HasPrefix(CalibrationPath(), dir) {
 		t.Fatalf("path %q", CalibrationPath())
+	}
+}
+
+// writeCalibration writes raw JSON as the calibration file of dir.
+func writeCalibration(t *testing.T, dir string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "calibration.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAutoHostileCalibration: a calibration file that prices every
+// per-point algorithm as cheaply as it may (the fits at their clamp, from
+// many samples), on colour-like data where the kd-tree's passes are
+// measured faster over the whole run, costs at most a probe or two: Auto
+// ends on the kd-tree and spends at most 10 % more than the kd-tree alone
+// would. The file of the first, unversioned format is ignored. Pass
+// times are injected (autoClock), so the test does not depend on the
+// machine's speed.
+func TestAutoHostileCalibration(t *testing.T) {
+	const workers = 2
+	key := calKey(fmt.Sprintf("cpu/%s/%d", runtime.GOARCH, workers), 3)
+	hostile := map[Algorithm]Cost{}
+	for _, a := range []Algorithm{Bounds, WuHong, Lloyd, GEMM} {
+		hostile[a] = Cost{Fixed: 0, PerPoint: 0, Unit: 1e-15, Samples: 1 << 20}
+	}
+	// Pass times like those of smarties.png at k = 256 (bench/README.md),
+	// per algorithm, steady and fresh: the tree's passes cost the same
+	// either way; a steady pass of the bounds is cheaper than the tree's,
+	// but the bounds pay a search of every point whenever breathing starts
+	// a run afresh, which makes them the slower over the whole run.
+	clock := func(a Algorithm, k int, fresh bool, _ time.Duration) time.Duration {
+		us := map[Algorithm][2]int{KDTree: {600, 600}, Bounds: {500, 4000}, WuHong: {4500, 10000}, Lloyd: {8000, 8000}, GEMM: {8500, 8500}}[a]
+		if fresh {
+			return time.Duration(us[1]) * time.Microsecond
+		}
+		return time.Duration(us[0]) * time.Microsecond
+	}
+	p := randomPoints(51, 20000, 3, 256)
+	run := func() (*Model, time.Duration, map[Algorithm]int) {
+		var total time.Duration
+		passes := map[Algorithm]int{}
+		autoClock = func(a Algorithm, k int, fresh bool, d time.Duration) time.Duration {
+			d = clock(a, k, fresh, d)
+			total += d
+			passes[a]++
+			return d
+		}
+		defer func() { autoClock = nil }()
+		m, err := Run(context.Background(), p, Config{K: 64, Seed: 1, Workers: workers}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, total, passes
+	}
+
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	mDef, tDef, _ := run()
+
+	for _, tc := range []struct {
+		name string
+		file any
+	}{
+		{"current", calibrationFile{Version: calibrationVersion, Fits: map[string]map[Algorithm]Cost{key: hostile}}},
+		{"unversioned", map[string]map[Algorithm]Cost{key: hostile, fmt.Sprintf("cpu/%s/%d", runtime.GOARCH, workers): hostile}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv("KQUANT_CACHE_DIR", dir)
+			t.Setenv("KQUANT_CALIBRATION", "")
+			writeCalibration(t, dir, tc.file)
+			m, total, passes := run()
+			if sameModel(m, mDef) != "" {
+				t.Fatalf("another result under the calibration: %s", sameModel(m, mDef))
+			}
+			n := 0
+			for _, c := range passes {
+				n += c
+			}
+			tree := time.Duration(n) * clock(KDTree, 64, false, 0)
+			t.Logf("%d passes %v: %v (the kd-tree alone: %v; the defaults: %v, %s)", n, passes, total, tree, tDef, mDef.Algorithm)
+			if m.Algorithm != string(KDTree) {
+				t.Errorf("ended on %s, not the kd-tree: %s", m.Algorithm, m.Why)
+			}
+			if other := n - passes[KDTree]; other > 8 { // two probes: a first pass and up to three steady ones each
+				t.Errorf("%d passes of other algorithms: %v", other, passes)
+			}
+			if float64(total) > 1.1*float64(tree) {
+				t.Errorf("%v against the kd-tree's %v: %s", total, tree, m.Why)
+			}
+			// The refuted fits are not kept for the next run.
+			for a, c := range loadCalibration(key) {
+				if c.Unit == hostile[a].Unit {
+					t.Errorf("the refuted fit of %s is still cached: %+v", a, c)
+				}
+			}
+		})
+	}
+}
+
+// TestCalibrationVersioned: a file of another version (or the first,
+// unversioned format) is ignored, and the next save replaces it.
+func TestCalibrationVersioned(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KQUANT_CACHE_DIR", dir)
+	t.Setenv("KQUANT_CALIBRATION", "")
+	old := map[string]map[Algorithm]Cost{"k/d2": {Lloyd: {Unit: 3e-9, Samples: 5}}}
+	writeCalibration(t, dir, old)
+	if c := loadCalibration("k/d2"); len(c) != 0 {
+		t.Fatalf("unversioned fits read: %v", c)
+	}
+	writeCalibration(t, dir, calibrationFile{Version: calibrationVersion + 1, Fits: old})
+	if c := loadCalibration("k/d2"); len(c) != 0 {
+		t.Fatalf("fits of version %d read: %v", calibrationVersion+1, c)
+	}
+	saveCalibration("k/d2", map[Algorithm]Cost{Lloyd: {Unit: 2e-9, Samples: 1}}, nil)
+	if c := loadCalibration("k/d2"); c[Lloyd].Unit != 2e-9 {
+		t.Fatalf("after a save: %v", c)
+	}
+	// Fits are per dimension: another dimension's do not apply.
+	h := NewHybrid(HybridConfig{Key: "k", N: 1, Dim: 3, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Defaults: map[Algorithm]Cost{Lloyd: {Unit: 1e-9}}})
+	if c := h.Cost(Lloyd); c.Unit != 1e-9 || c.Samples != 0 {
+		t.Fatalf("a 3-D session took the 2-D fit: %+v", c)
+	}
+}
+
+// TestHybridWaitsForPruningToSettle: a pruning algorithm's first passes
+// are its dearest; while its counted work still falls the policy does not
+// leave it for a model's promise, and it does once the work has settled
+// and the passes stay dear.
+func TestHybridWaitsForPruningToSettle(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	defs := map[Algorithm]Cost{Lloyd: {Unit: 1e-9}, Bounds: {Unit: 1e-9}}
+	const n, k = 1000, 10
+	h := NewHybrid(HybridConfig{Key: "test", N: n, Dim: 4, Candidates: []Algorithm{Bounds, Lloyd}, Start: Bounds, Defaults: defs})
+	// Lloyd is modelled at 2·1000·4·10 ns = 80 µs a pass; the bounds take
+	// 1 ms while their work falls by a quarter a pass.
+	h.Observe(time.Millisecond, n*k, k, true, 1)
+	w := float64(k)
+	for i := range 6 {
+		w *= 0.75
+		if a := h.Observe(time.Millisecond, uint64(w*n), k, false, 0.2); a != Bounds {
+			t.Fatalf("left the bounds after %d passes while their work fell: %s", i+1, h.why)
+		}
+	}
+	for range 8 {
+		d, work := time.Millisecond, uint64(w*n)
+		if h.Current() == Lloyd {
+			d, work = 80*time.Microsecond, n*k
+		}
+		h.Observe(d, work, k, false, 0.2)
+	}
+	if a, why := h.Choice(); a != Lloyd {
+		t.Fatalf("settled bounds at 1 ms against lloyd's modelled 80 µs: %s (%s)", a, why)
 	}
 }

@@ -69,8 +69,10 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 	return s, nil
 }
 
-// maxTreeDim is the largest dimension for which Auto picks the kd-tree:
-// beyond a few dimensions boxes stop separating centroids.
+// maxTreeDim is the largest dimension for which a per-point session's
+// Profile uses a kd-tree: beyond a few dimensions boxes stop separating
+// centroids. (Auto's own bound on the kd-tree is autoTreeDim, auto.go:
+// there the tree's passes are measured against the others'.)
 const maxTreeDim = 6
 
 // chunk is the number of points a worker takes at a time. It is fixed, so

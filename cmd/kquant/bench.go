@@ -41,6 +41,11 @@ to [-0.5, 1.5] and scaled by 256 to the integer grid. Presets:
   table1  d = 41, k = 24, σ² = 0.05, n = 20k … 400k (GS_k-means, Table 1)
 --n, --d, --k and --sigma2 override a preset's values.
 
+Auto's runs read and update the calibration cache as quantize does
+(kmeans.CalibrationPath); --calibration off runs them on the defaults
+alone (KQUANT_CALIBRATION=off), for results that do not depend on what
+earlier runs on the machine measured.
+
 Columns: time per iteration (wall time of the assignment pass, mean over
 the run), iterations, M = distances per point per iteration (the seeds' M
 and k'), k'/k, warp k'/k (work counting each warp as 32 × its slowest lane,
@@ -63,6 +68,7 @@ type benchConfig struct {
 	space    imgio.Space
 	out      string
 	inputs   []string
+	cal      bool // Auto reads and updates the calibration cache
 }
 
 func parseBench(args []string) (*benchConfig, error) {
@@ -84,6 +90,8 @@ func parseBench(args []string) (*benchConfig, error) {
 	fs.IntVar(&c.device, "device", 0, "the GPU to use")
 	fs.StringVar(&space, "space", "rgb", "colour space of images: rgb or lab")
 	fs.StringVar(&c.out, "o", "", "directory for bench.md and the plots (default: the table on stdout only)")
+	var cal string
+	fs.StringVar(&cal, "calibration", "on", "auto's calibration cache: on (read and update it) or off (the defaults)")
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -97,6 +105,13 @@ func parseBench(args []string) (*benchConfig, error) {
 		}
 		c.inputs = append(c.inputs, left[0]) // flags may follow the inputs
 		rest = left[1:]
+	}
+	switch cal {
+	case "on":
+		c.cal = true
+	case "off":
+	default:
+		return nil, usagef("bench", "--calibration %q: want on or off", cal)
 	}
 	var err error
 	if c.space, err = imgio.ParseSpace(space); err != nil {
@@ -328,6 +343,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		fmt.Fprintf(stderr, "kquant: %v\nRun 'kquant bench -h' for usage.\n", err)
 		return exitUsage
+	}
+	if !c.cal && os.Getenv("KQUANT_CALIBRATION") != "off" {
+		old, had := os.LookupEnv("KQUANT_CALIBRATION")
+		os.Setenv("KQUANT_CALIBRATION", "off")
+		defer func() {
+			if had {
+				os.Setenv("KQUANT_CALIBRATION", old)
+			} else {
+				os.Unsetenv("KQUANT_CALIBRATION")
+			}
+		}()
 	}
 	cases, err := c.cases(stderr)
 	if err != nil {

@@ -46,4 +46,26 @@ func TestBenchCommand(t *testing.T) {
 	if code := run(context.Background(), []string{"bench", "--preset", "nope"}, &out, &errb, nil); code != exitUsage {
 		t.Errorf("bad preset: exit %d", code)
 	}
+	if code := run(context.Background(), []string{"bench", "--preset", "table1", "--calibration", "maybe"}, &out, &errb, nil); code != exitUsage {
+		t.Errorf("bad --calibration: exit %d", code)
+	}
+}
+
+// TestBenchCalibrationOff: with --calibration off, Auto's runs neither
+// read nor write the cache.
+func TestBenchCalibrationOff(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KQUANT_CACHE_DIR", dir)
+	t.Setenv("KQUANT_CALIBRATION", "")
+	var out, errb bytes.Buffer
+	args := []string{"bench", "--preset", "table1", "--n", "20000", "--backends", "cpu", "--algos", "auto", "--max-iter", "6", "--calibration", "off"}
+	if code := run(context.Background(), args, &out, &errb, nil); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "calibration.json")); err == nil {
+		t.Errorf("--calibration off wrote the cache")
+	}
+	if v := os.Getenv("KQUANT_CALIBRATION"); v != "" {
+		t.Errorf("KQUANT_CALIBRATION left as %q", v)
+	}
 }
