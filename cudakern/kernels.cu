@@ -226,6 +226,37 @@ __device__ __forceinline__ void add_fast(u32* sacc, bool acc32, u32 c, int dim, 
         if (j < dim) add64(a + 2 + 2 * j, sv[j]);
 }
 
+// add_fresh adds point v (weight w, label lab) to the block's sums on a
+// pass that recomputes them; with F_AGGREGATE (unweighted points, sm_80+)
+// the lanes of a warp that hold the same label add once, together. Every
+// lane of the warp calls it; an invalid lane passes lab = 0xffffffff.
+__device__ __forceinline__ void add_fresh(u32* sacc, bool acc32, int flags, bool valid, u32 lab, int dim, u32 w, const int v[4]) {
+#if __CUDA_ARCH__ >= 800
+    if (flags & F_AGGREGATE) {
+        const u32 peers = __match_any_sync(0xffffffffu, lab);
+        i64 sj[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) sj[j] = j < dim ? (int)__reduce_add_sync(peers, (u32)v[j]) : 0;
+        if (valid && (__ffs(peers) - 1) == (int)(threadIdx.x & 31)) add_fast(sacc, acc32, lab, dim, __popc(peers), sj);
+        return;
+    }
+#endif
+    i64 sv[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) sv[j] = (i64)w * v[j];
+    if (valid) add_fast(sacc, acc32, lab, dim, (i64)w, sv);
+}
+
+// move_point moves point v (weight w) from cluster old to cluster lab in
+// the block's sums.
+__device__ __forceinline__ void move_point(u32* sacc, bool acc32, u32 old, u32 lab, int dim, u32 w, const int v[4]) {
+    i64 sv[4], nv[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) sv[j] = (i64)w * v[j], nv[j] = -sv[j];
+    add_fast(sacc, acc32, old, dim, -(i64)w, nv);
+    add_fast(sacc, acc32, lab, dim, (i64)w, sv);
+}
+
 // flush32 is flush for 32-bit signed slots.
 __device__ void flush32(const u32* sacc, int nslots, u64* gacc) {
     for (int i = threadIdx.x; i < nslots; i += blockDim.x) {
@@ -453,34 +484,14 @@ __device__ __forceinline__ void fast_body(const Params& p) {
                 inertia += (u64)w * bestd[g];
                 if ((flags & F_ALL_MOVED) || old != lab) movedw += w;
             }
-            if (flags & F_NO_ACC) continue;
-            if (flags & F_FRESH_ACC) {
-                int v[4];
+            if ((flags & F_NO_ACC) || !((flags & F_FRESH_ACC) || (valid && old != lab))) continue;
+            int v[4];
 #pragma unroll
-                for (int j = 0; j < 4; j++) v[j] = float_to_int(xo[g][j]);
-#if __CUDA_ARCH__ >= 800
-                if (flags & F_AGGREGATE) {
-                    // unweighted: add each group of equal labels of the warp once
-                    const u32 peers = __match_any_sync(0xffffffffu, lab);
-                    i64 sj[4];
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        sj[j] = j < dim ? (int)__reduce_add_sync(peers, (u32)v[j]) : 0;
-                    if (valid && (__ffs(peers) - 1) == lane) add_fast(sacc, acc32, lab, dim, __popc(peers), sj);
-                    continue;
-                }
-#endif
-                i64 sv[4];
-#pragma unroll
-                for (int j = 0; j < 4; j++) sv[j] = (i64)w * v[j];
-                if (valid) add_fast(sacc, acc32, lab, dim, (i64)w, sv);
-            } else if (valid && old != lab) {
-                i64 sv[4], nv[4];
-#pragma unroll
-                for (int j = 0; j < 4; j++) sv[j] = (i64)w * float_to_int(xo[g][j]), nv[j] = -sv[j];
-                add_fast(sacc, acc32, old, dim, -(i64)w, nv);
-                add_fast(sacc, acc32, lab, dim, (i64)w, sv);
-            }
+            for (int j = 0; j < 4; j++) v[j] = float_to_int(xo[g][j]);
+            if (flags & F_FRESH_ACC)
+                add_fresh(sacc, acc32, flags, valid, lab, dim, w, v);
+            else
+                move_point(sacc, acc32, old, lab, dim, w, v);
         }
 #pragma unroll
         for (int g = 0; g < G; g++) P4[g] = N4[g];
@@ -592,29 +603,10 @@ __device__ __forceinline__ void small_body(const Params& p) {
             }
             if (flags & F_NO_ACC) continue;
             int v[4] = {float_to_int(x[t][0]), float_to_int(x[t][1]), float_to_int(x[t][2]), 0};
-            if (flags & F_FRESH_ACC) {
-#if __CUDA_ARCH__ >= 800
-                if (flags & F_AGGREGATE) {
-                    const u32 peers = __match_any_sync(0xffffffffu, lab);
-                    i64 sj[4];
-#pragma unroll
-                    for (int j = 0; j < 4; j++) sj[j] = j < dim ? (int)__reduce_add_sync(peers, (u32)v[j]) : 0;
-                    if (valid && (__ffs(peers) - 1) == (int)(threadIdx.x & 31))
-                        add_fast(sacc, acc32, lab, dim, __popc(peers), sj);
-                    continue;
-                }
-#endif
-                i64 sv[4];
-#pragma unroll
-                for (int j = 0; j < 4; j++) sv[j] = (i64)w * v[j];
-                if (valid) add_fast(sacc, acc32, lab, dim, (i64)w, sv);
-            } else if (valid && old != lab) {
-                i64 sv[4], nv[4];
-#pragma unroll
-                for (int j = 0; j < 4; j++) sv[j] = (i64)w * v[j], nv[j] = -sv[j];
-                add_fast(sacc, acc32, old, dim, -(i64)w, nv);
-                add_fast(sacc, acc32, lab, dim, (i64)w, sv);
-            }
+            if (flags & F_FRESH_ACC)
+                add_fresh(sacc, acc32, flags, valid, lab, dim, w, v);
+            else if (valid && old != lab)
+                move_point(sacc, acc32, old, lab, dim, w, v);
         }
     }
     __syncthreads();
@@ -768,20 +760,7 @@ __device__ __forceinline__ void idp_body(const Params& p) {
                     const bool valid = i0 + u < n;
                     int v[4];
                     coords(4 * h + u, v);
-#if __CUDA_ARCH__ >= 800
-                    if (flags & F_AGGREGATE) {
-                        const u32 peers = __match_any_sync(0xffffffffu, valid ? lab[u] : 0xffffffffu);
-                        i64 sj[4];
-#pragma unroll
-                        for (int j = 0; j < 4; j++) sj[j] = j < dim ? (int)__reduce_add_sync(peers, (u32)v[j]) : 0;
-                        if (valid && (__ffs(peers) - 1) == lane) add_fast(sacc, acc32, lab[u], dim, __popc(peers), sj);
-                        continue;
-                    }
-#endif
-                    i64 sv[4];
-#pragma unroll
-                    for (int j = 0; j < 4; j++) sv[j] = (i64)wt[u] * v[j];
-                    if (valid) add_fast(sacc, acc32, lab[u], dim, (i64)wt[u], sv);
+                    add_fresh(sacc, acc32, flags, valid, valid ? lab[u] : 0xffffffffu, dim, wt[u], v);
                 }
             } else if (changed) {
                 // a moved point leaves its old cluster and joins the new one
@@ -790,11 +769,7 @@ __device__ __forceinline__ void idp_body(const Params& p) {
                     if (i0 + u >= n || old[u] == lab[u]) continue;
                     int v[4];
                     coords(4 * h + u, v);
-                    i64 sv[4], nv[4];
-#pragma unroll
-                    for (int j = 0; j < 4; j++) sv[j] = (i64)wt[u] * v[j], nv[j] = -sv[j];
-                    add_fast(sacc, acc32, old[u], dim, -(i64)wt[u], nv);
-                    add_fast(sacc, acc32, lab[u], dim, (i64)wt[u], sv);
+                    move_point(sacc, acc32, old[u], lab[u], dim, wt[u], v);
                 }
             }
         }

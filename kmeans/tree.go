@@ -833,17 +833,7 @@ func (t *treeSession) renumber() {
 // point of the box. |x−c|² − |x−z|² is linear in x, so it suffices to test
 // the corner that favours c most (see dominated).
 func prune(cent []int32, dim int, cands []int32, lo, hi []int32, out []int32) []int32 {
-	z, zd := cands[0], uint64(math.MaxUint64)
-	for _, c := range cands {
-		var d uint64
-		for j, v := range centroidAt(cent, dim, int(c)) {
-			e := 2*int64(v) - int64(lo[j]) - int64(hi[j]) // doubled coordinates
-			d += uint64(e * e)
-		}
-		if d < zd {
-			z, zd = c, d
-		}
-	}
+	z := nearestCentre(cent, dim, cands, lo, hi)
 	zc := centroidAt(cent, dim, int(z))
 	for _, c := range cands {
 		if c == z || !dominated(centroidAt(cent, dim, int(c)), zc, lo, hi) {
