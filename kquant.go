@@ -171,7 +171,7 @@ func Cluster(ctx context.Context, img *image.NRGBA, opt Options) (*Result, error
 	r.Timings.Cluster = t2.Sub(t1)
 
 	r.buildPalette(fixed)
-	r.ColorIndices = kmeans.Nearest(pts, Coords(space, r.Palette.Colors()), workers)
+	r.ColorIndices = kmeans.NearestFrom(pts, Coords(space, r.Palette.Colors()), r.ColorLabels, workers)
 	r.Timings.Map = time.Since(t2)
 	return r, nil
 }

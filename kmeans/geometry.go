@@ -232,6 +232,19 @@ func (g *geometry) scan(x []int32) (best int, d1 uint64) {
 // (MaxUint64 if there is none), and how many distances it computed. a ≥ 0
 // is a centroid already known to be at squared distance da.
 func (g *geometry) search(x []int32, a int, da uint64) (best int, d1, d2, evals uint64) {
+	return g.find(x, a, da, true)
+}
+
+// nearest returns the nearest centroid to x, ties to the lowest index: a
+// search that stops as soon as the nearest is certain, d2 left unknown.
+func (g *geometry) nearest(x []int32) int {
+	best, _, _, _ := g.find(x, -1, 0, false)
+	return best
+}
+
+// find is search; without second, its d2 is only an upper bound on the
+// second-nearest distance, and it stops once the nearest is certain.
+func (g *geometry) find(x []int32, a int, da uint64, second bool) (best int, d1, d2, evals uint64) {
 	best, d1, d2 = a, da, math.MaxUint64
 	if a < 0 {
 		d1 = math.MaxUint64
@@ -261,14 +274,20 @@ func (g *geometry) search(x []int32, a int, da uint64) (best int, d1, d2, evals 
 			d2 = d
 		}
 	}
+	bound := func() uint64 {
+		if second {
+			return d2
+		}
+		return d1
+	}
 	for r := pos - 1; r >= 0; r-- {
-		if farEnough(px-g.proj[r], math.Abs(px)+math.Abs(g.proj[r]), d2) {
+		if farEnough(px-g.proj[r], math.Abs(px)+math.Abs(g.proj[r]), bound()) {
 			break
 		}
 		visit(r)
 	}
 	for r := pos; r < g.k; r++ {
-		if farEnough(g.proj[r]-px, math.Abs(px)+math.Abs(g.proj[r]), d2) {
+		if farEnough(g.proj[r]-px, math.Abs(px)+math.Abs(g.proj[r]), bound()) {
 			break
 		}
 		visit(r)

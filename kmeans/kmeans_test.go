@@ -414,6 +414,8 @@ func TestBreathingSameWithAndWithoutSessionHelpers(t *testing.T) {
 	}
 }
 
+// TestNearestMatchesBruteForce: Nearest and NearestFrom (whatever the
+// hints) give the brute-force labels, ties to the lowest index.
 func TestNearestMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, dim := range []int{3, 5} {
@@ -436,6 +438,23 @@ func TestNearestMatchesBruteForce(t *testing.T) {
 				if got := Nearest(pts, cent, workers); !slices.Equal(got, want) {
 					t.Fatalf("dim %d k=%d, %d workers: differs from brute force", dim, k, workers)
 				}
+			}
+			// hints, right, wrong or out of range, never change the answer
+			hint := make([]int32, pts.Len())
+			for i := range hint {
+				switch i % 4 {
+				case 0:
+					hint[i] = want[i]
+				case 1:
+					hint[i] = int32(rng.IntN(k))
+				case 2:
+					hint[i] = -1
+				default:
+					hint[i] = int32(k + i)
+				}
+			}
+			if got := NearestFrom(pts, cent, hint, 2); !slices.Equal(got, want) {
+				t.Fatalf("dim %d k=%d: NearestFrom with hints differs from brute force", dim, k)
 			}
 		}
 	}

@@ -8,19 +8,34 @@ import (
 // (k·Dim coordinates), ties to the lowest index: the labels of a Lloyd
 // assignment, exactly. It uses up to workers goroutines (0: GOMAXPROCS).
 func Nearest(pts *Points, centroids []int32, workers int) []int32 {
+	return NearestFrom(pts, centroids, nil, workers)
+}
+
+// NearestFrom is Nearest with a guess: hint[i], where hint is not nil and
+// hint[i] names a centroid, is likely nearest to point i (its cluster's
+// centroid, say). The search starts from it and so prunes sooner; the
+// labels are Nearest's whatever the hints.
+func NearestFrom(pts *Points, centroids []int32, hint []int32, workers int) []int32 {
 	if workers <= 0 {
 		workers = defaultWorkers()
 	}
 	if len(centroids) < pts.Dim {
 		return make([]int32, pts.Len())
 	}
+	dim, k := pts.Dim, len(centroids)/pts.Dim
 	labels := make([]int32, pts.Len())
 	var g geometry
-	g.build(centroids, pts.Dim, nil, Bounds)
+	g.build(centroids, dim, nil, Bounds)
 	forChunks(context.Background(), pts.Len(), workers, func(_, _, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			b, _, _, _ := g.search(pts.At(i), -1, 0)
-			labels[i] = int32(b)
+			x := pts.At(i)
+			if hint != nil && hint[i] >= 0 && int(hint[i]) < k {
+				a := int(hint[i])
+				b, _, _, _ := g.find(x, a, Dist(x, centroidAt(centroids, dim, a)), false)
+				labels[i] = int32(b)
+				continue
+			}
+			labels[i] = int32(g.nearest(x))
 		}
 	})
 	return labels
