@@ -75,8 +75,11 @@ type treeNode struct {
 	q           uint64 // Σw|x−o|²
 }
 
-// leafSize is the most points a leaf holds.
-const leafSize = 8
+// leafSize is the most points a leaf holds. Measured on the images of
+// ANCHORS.md (clustering time, one thread, k = 16, 64, 256): 32 is 5–29 %
+// faster than 8 (fewer boxes to prune, whose lists cost more than the
+// points they would spare), 64 no better, 4 slower by 10–20 %.
+const leafSize = 32
 
 func newTreeSession(pts *Points, workers int) *treeSession {
 	n, dim := pts.Len(), pts.Dim
