@@ -637,12 +637,7 @@ func (w *walker) walk(nd int32, cands []int32, old int32, off int) {
 	}
 	for pos := node.first; pos < node.last; pos++ {
 		x := t.xs[int(pos)*dim : int(pos+1)*dim]
-		best, bd := int32(-1), uint64(math.MaxUint64)
-		for _, c := range cands {
-			if d := Dist(x, centroidAt(w.cent, dim, int(c))); d < bd {
-				best, bd = c, d
-			}
-		}
+		best := nearestOf(x, w.cent, cands)
 		prev := int32(-1)
 		if !w.fresh {
 			prev = old
@@ -659,6 +654,29 @@ func (w *walker) walk(nd int32, cands []int32, old int32, off int) {
 		}
 		t.labels[pos] = best
 	}
+}
+
+// nearestOf returns the centroid of cands (ascending) nearest to x, ties
+// to the first.
+func nearestOf(x, cent, cands []int32) int32 {
+	best, bd := int32(-1), uint64(math.MaxUint64)
+	if len(x) == 3 {
+		x0, x1, x2 := int64(x[0]), int64(x[1]), int64(x[2])
+		for _, c := range cands {
+			p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
+			e0, e1, e2 := x0-int64(p[0]), x1-int64(p[1]), x2-int64(p[2])
+			if d := uint64(e0*e0 + e1*e1 + e2*e2); d < bd {
+				best, bd = c, d
+			}
+		}
+		return best
+	}
+	for _, c := range cands {
+		if d := Dist(x, centroidAt(cent, len(x), int(c))); d < bd {
+			best, bd = c, d
+		}
+	}
+	return best
 }
 
 // unassign takes the points of node nd out of the running statistics, as
