@@ -169,6 +169,17 @@ func (pp *ppState) gain(nd int32, y []int32) uint64 {
 	}
 	dim := pp.dim
 	var g uint64
+	if dim == 3 {
+		y0, y1, y2 := int64(y[0]), int64(y[1]), int64(y[2])
+		xs := pp.xs[int(node.first)*3 : int(node.last)*3]
+		for i, D := range pp.d[node.first:node.last] {
+			e0, e1, e2 := int64(xs[3*i])-y0, int64(xs[3*i+1])-y1, int64(xs[3*i+2])-y2
+			if d := uint64(e0*e0 + e1*e1 + e2*e2); d < D {
+				g += pp.ws[int(node.first)+i] * (D - d)
+			}
+		}
+		return g
+	}
 	for pos := node.first; pos < node.last; pos++ {
 		if d := Dist(pp.xs[int(pos)*dim:int(pos+1)*dim], y); d < pp.d[pos] {
 			g += pp.ws[pos] * (pp.d[pos] - d)
