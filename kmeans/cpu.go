@@ -502,14 +502,24 @@ func (s *cpuSession) searchAll(p *partial, i int, x []int32) {
 
 // Rebase implements Rebaser.
 func (s *cpuSession) Rebase(from []int) error {
+	if err := checkAncestry(from, s.k); err != nil {
+		return err
+	}
+	s.rebase = slices.Clone(from)
+	return nil
+}
+
+// checkAncestry checks a Rebase's ancestry against the k centroids of the
+// last Assign: each new centroid descends from one of them or is new
+// (−1), and no old one has two descendants.
+func checkAncestry(from []int, k int) error {
 	seen := make(map[int]bool, len(from))
 	for _, f := range from {
-		if f < -1 || f >= s.k || (f >= 0 && seen[f]) {
-			return fmt.Errorf("kmeans: bad ancestry %v for %d centroids", from, s.k)
+		if f < -1 || f >= k || (f >= 0 && seen[f]) {
+			return fmt.Errorf("kmeans: bad ancestry %v for %d centroids", from, k)
 		}
 		seen[f] = true
 	}
-	s.rebase = slices.Clone(from)
 	return nil
 }
 

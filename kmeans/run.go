@@ -76,9 +76,10 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 			target = DefaultCoarse
 		}
 	}
-	// the full points only refine the starts' best when these ran on a
-	// reduced set
-	full, err := r.open(r.pts, false, cfg.Init != InitGiven && target > 0 && r.pts.Len() > target)
+	// the starts run on a reduced set, and the full points only refine
+	// their best
+	reduce := cfg.Init != InitGiven && target > 0 && r.pts.Len() > target
+	full, err := r.open(r.pts, false, reduce)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		// The starts run on a reduced set, if there is one, then the
 		// best is refined on all points.
 		search := full
-		if target > 0 && r.pts.Len() > target {
+		if reduce {
 			if red := reduceKD(r.pts, target); red != nil {
 				if search, err = r.open(red, true, false); err != nil {
 					return nil, err

@@ -432,7 +432,7 @@ func (t *treeSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 	t.moved = resize(t.moved, slots)
 	nmoved := 0
 	for c := range slots {
-		m := fresh || c >= k || c*dim >= len(t.cent) || !equalCoords(centroidAt(centroids, dim, c), centroidAt(t.cent, dim, c))
+		m := fresh || c >= k || c*dim >= len(t.cent) || !slices.Equal(centroidAt(centroids, dim, c), centroidAt(t.cent, dim, c))
 		t.moved[c] = m
 		if m {
 			nmoved++
@@ -767,26 +767,13 @@ func nearestCentre(cent []int32, dim int, cands []int32, lo, hi []int32) int32 {
 	return z
 }
 
-func equalCoords(a, b []int32) bool {
-	for j := range a {
-		if a[j] != b[j] {
-			return false
-		}
-	}
-	return true
-}
-
 // Rebase implements Rebaser: the labels, candidate lists and running
 // statistics are renumbered on the next Assign, the centroids that are
 // gone keep a slot for that pass (whose boxes it re-labels), and new ones
 // count as moved.
 func (t *treeSession) Rebase(from []int) error {
-	seen := make(map[int]bool, len(from))
-	for _, f := range from {
-		if f < -1 || f >= t.k || (f >= 0 && seen[f]) {
-			return fmt.Errorf("kmeans: bad ancestry %v for %d centroids", from, t.k)
-		}
-		seen[f] = true
+	if err := checkAncestry(from, t.k); err != nil {
+		return err
 	}
 	t.from = slices.Clone(from)
 	return nil
