@@ -812,6 +812,7 @@ const autoTreeDim = 8
 // other algorithm.
 type autoSession struct {
 	pts     *Points
+	opt     SessionOptions
 	workers int
 	update  Update
 	hy      *Hybrid
@@ -846,7 +847,23 @@ var autoSchedule func(pass int) Algorithm
 var autoClock func(a Algorithm, k int, fresh bool, d time.Duration) time.Duration
 
 func newAutoSession(pts *Points, opt SessionOptions, workers int) (*autoSession, error) {
-	s := &autoSession{pts: pts, workers: workers, update: opt.Update, total: pts.TotalWeight()}
+	return newAutoSessionOn(pts, opt, workers, nil)
+}
+
+// fork returns a new Auto session on s's points, with passes on workers
+// goroutines, that shares s's kd-tree if s built one.
+func (s *autoSession) fork(workers int) (*autoSession, error) {
+	var tree *treeSession
+	if s.tree != nil {
+		tree = s.tree.fork(workers)
+	}
+	return newAutoSessionOn(s.pts, s.opt, workers, tree)
+}
+
+// newAutoSessionOn is newAutoSession with the kd-tree session tree, if not
+// nil, in place of one it would build.
+func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSession) (*autoSession, error) {
+	s := &autoSession{pts: pts, opt: opt, workers: workers, update: opt.Update, total: pts.TotalWeight(), tree: tree}
 	n, dim := pts.Len(), pts.Dim
 	cands := []Algorithm{Bounds, WuHong, Lloyd, GEMM}
 	var start Algorithm

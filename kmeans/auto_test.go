@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -48,11 +50,11 @@ func TestAutoSwitchesKeepStats(t *testing.T) {
 			if tc.dim > autoTreeDim {
 				rot = slices.DeleteFunc(slices.Clone(rot), func(a Algorithm) bool { return a == KDTree })
 			}
-			calls := 0
-			autoSchedule = func(pass int) Algorithm { calls++; return rot[pass%len(rot)] }
+			var calls atomic.Int64 // the starts' sessions run side by side
+			autoSchedule = func(pass int) Algorithm { calls.Add(1); return rot[pass%len(rot)] }
 			got, gotSteps := run(Auto)
 			autoSchedule = nil
-			if calls < 2*len(rot) {
+			if calls := calls.Load(); calls < int64(2*len(rot)) {
 				t.Fatalf("only %d passes under the rotation", calls)
 			}
 			if err := sameModel(got, want); err != "" {
@@ -212,7 +214,10 @@ func TestAutoHostileCalibration(t *testing.T) {
 	run := func() (*Model, time.Duration, map[Algorithm]int) {
 		var total time.Duration
 		passes := map[Algorithm]int{}
+		var mu sync.Mutex // the starts' sessions run side by side
 		autoClock = func(a Algorithm, k int, fresh bool, d time.Duration) time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
 			d = clock(a, k, fresh, d)
 			total += d
 			passes[a]++

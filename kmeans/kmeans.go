@@ -109,7 +109,7 @@ type Iteration struct {
 	Centroids []int32  // updated centroids, K·Dim; valid during the callback only
 	Counts    []uint64 // weight of each cluster under the labelling of this iteration
 	Inertia   uint64   // inertia of the labelling of this iteration
-	Moved     uint64   // weight of points whose label changed
+	Moved     uint64   // weight of points whose label changed; all of it in the first iteration of a start or stage
 }
 
 // Model is the result of Run.

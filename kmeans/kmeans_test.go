@@ -317,6 +317,65 @@ func TestCallbackAndCancel(t *testing.T) {
 	}
 }
 
+// TestStartsSideBySide: with several workers the starts run side by side,
+// yet the model and every iteration passed to the callback, in order, are
+// those of one worker; a cancel during a start stops every lane.
+func TestStartsSideBySide(t *testing.T) {
+	p := randomPoints(17, 25000, 3, 2040)
+	type rec struct {
+		start, index int
+		coarse       bool
+		cent         []int32
+		counts       []uint64
+		inertia      uint64
+		moved        uint64
+	}
+	run := func(workers int) (*Model, []rec) {
+		var recs []rec
+		m, err := Run(context.Background(), p, Config{K: 24, Seed: 3, Workers: workers, Starts: 5, Breathe: 1, Coarse: 4096}, func(it Iteration) {
+			recs = append(recs, rec{it.Start, it.Index, it.Coarse, slices.Clone(it.Centroids), slices.Clone(it.Counts), it.Inertia, it.Moved})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, recs
+	}
+	want, wantRecs := run(1)
+	for _, workers := range []int{2, 4} {
+		got, recs := run(workers)
+		if msg := sameModel(got, want); msg != "" {
+			t.Fatalf("%d workers: %s", workers, msg)
+		}
+		if len(recs) != len(wantRecs) {
+			t.Fatalf("%d workers: %d iterations, want %d", workers, len(recs), len(wantRecs))
+		}
+		for i, r := range recs {
+			w := wantRecs[i]
+			if r.start != w.start || r.index != w.index || r.coarse != w.coarse || !slices.Equal(r.cent, w.cent) ||
+				!slices.Equal(r.counts, w.counts) || r.inertia != w.inertia || r.moved != w.moved {
+				t.Fatalf("%d workers: iteration %d is start %d index %d, want start %d index %d, or differs", workers, i, r.start, r.index, w.start, w.index)
+			}
+		}
+	}
+	starts := map[int]bool{}
+	for _, r := range wantRecs {
+		starts[r.start] = true
+	}
+	if len(starts) != 5 {
+		t.Fatalf("iterations of %d starts, want 5", len(starts))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := Run(ctx, p, Config{K: 24, Seed: 3, Workers: 4, Starts: 5, Coarse: 4096}, func(it Iteration) {
+		if it.Start == 2 && it.Index == 1 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	p := randomPoints(1, 10, 3, 100)
 	for _, cfg := range []Config{

@@ -95,6 +95,15 @@ func (s *seeder) state() *ppState {
 	return pp
 }
 
+// fork returns a k-means++ state on pp's kd-tree, which the two share
+// read-only, with distances of its own, so that two seedings may run at
+// once.
+func (pp *ppState) fork() *ppState {
+	f := *pp
+	f.d, f.maxD, f.fw = make([]uint64, len(pp.d)), make([]uint64, len(pp.maxD)), newFenwick(len(pp.perm))
+	return &f
+}
+
 // ppState is the state of k-means++ seeding: the points in a kd-tree
 // (tree order), each point's squared distance D to its nearest centroid so
 // far, the largest D under each node, and the weighted distances w·D in a

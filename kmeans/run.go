@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // Run clusters pts as cfg describes. onIteration, if not nil, is called
@@ -79,12 +81,42 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 	// the starts run on a reduced set, and the full points only refine
 	// their best
 	reduce := cfg.Init != InitGiven && target > 0 && r.pts.Len() > target
-	full, err := r.open(r.pts, false, reduce)
-	if err != nil {
-		return nil, err
+	// The full points' session is only needed once the reduced set is
+	// done with, so with two threads or more it is opened (its kd-tree
+	// built, its points uploaded) on another goroutine meanwhile.
+	var (
+		full     stage
+		fullErr  error
+		fullOpen chan struct{} // closed when the full session is open
+	)
+	openFull := func() {
+		full, fullErr = r.open(r.pts, false, reduce)
+		full.tol = cfg.Tol
 	}
-	defer full.sess.Close()
-	full.tol = cfg.Tol
+	waitFull := func() error {
+		if fullOpen != nil {
+			<-fullOpen
+			fullOpen = nil
+		}
+		return fullErr
+	}
+	if reduce && r.workers() > 1 {
+		fullOpen = make(chan struct{})
+		go func() {
+			defer close(fullOpen)
+			openFull()
+		}()
+	} else {
+		openFull()
+	}
+	defer func() {
+		if waitFull() == nil {
+			full.sess.Close()
+		}
+	}()
+	if fullOpen == nil && fullErr != nil {
+		return nil, fullErr
+	}
 
 	cent, start := cfg.Centroids, 0
 	if cfg.Init == InitGiven {
@@ -94,9 +126,10 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 	} else {
 		// The starts run on a reduced set, if there is one, then the
 		// best is refined on all points.
-		search := full
+		var search stage
 		if reduce {
 			if red := reduceKD(r.pts, target); red != nil {
+				var err error
 				if search, err = r.open(red, true, false); err != nil {
 					return nil, err
 				}
@@ -107,22 +140,16 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 				}
 			}
 		}
-		var best *Model
-		iters := make([]int, starts) // iterations of each start so far
-		for s := range starts {
-			r.iter = 0
-			c, err := r.seed(ctx, search.pts, s)
-			if err != nil {
+		onFull := search.sess == nil // the starts run on all points
+		if onFull {
+			if err := waitFull(); err != nil {
 				return nil, err
 			}
-			m, err := r.lloyd(ctx, search, s, c)
-			if err != nil {
-				return nil, err
-			}
-			if best == nil || m.Inertia < best.Inertia {
-				best = m
-			}
-			iters[s] = r.iter
+			search = full
+		}
+		best, iters, err := r.starts(ctx, search, starts)
+		if err != nil {
+			return nil, err
 		}
 		if depth > 0 {
 			// Breathing improves the best start, on the same stage.
@@ -136,11 +163,14 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 				return nil, err
 			}
 		}
-		if search.sess == full.sess && starts == 1 {
+		if onFull && starts == 1 {
 			// the full points' session already holds the answer
 			return r.finish(full, best, starts)
 		}
 		cent, start = best.Centroids, best.Start
+	}
+	if err := waitFull(); err != nil {
+		return nil, err
 	}
 	r.iter = 0
 	m, err := r.lloyd(ctx, full, start, cent)
@@ -205,30 +235,214 @@ func (r *runner) open(pts *Points, coarse, refining bool) (stage, error) {
 	if coarse {
 		be = CPU
 	}
-	sess, err := be.Open(pts, SessionOptions{
-		MaxK: cfg.K + max(cfg.Breathe, DefaultBreathe), Algorithm: cfg.Algorithm, Update: cfg.Update, Workers: cfg.Workers,
-		Refining: refining,
-	})
+	sess, err := be.Open(pts, r.sessionOptions(refining, cfg.Workers))
 	if err != nil {
 		return stage{}, fmt.Errorf("kmeans: %s backend: %w", be.Name(), err)
 	}
 	return stage{pts: pts, sess: sess, coarse: coarse}, nil
 }
 
+// sessionOptions are the options of the run's sessions.
+func (r *runner) sessionOptions(refining bool, workers int) SessionOptions {
+	cfg := &r.cfg
+	return SessionOptions{
+		MaxK: cfg.K + max(cfg.Breathe, DefaultBreathe), Algorithm: cfg.Algorithm, Update: cfg.Update, Workers: workers,
+		Refining: refining,
+	}
+}
+
+// seeder returns the runner's seeder on pts, made on first use.
+func (r *runner) seeder(pts *Points) *seeder {
+	if r.sd == nil || r.sd.pts != pts {
+		r.sd = &seeder{pts: pts, workers: r.workers()}
+	}
+	return r.sd
+}
+
 func (r *runner) seed(ctx context.Context, pts *Points, start int) ([]int32, error) {
 	cfg := &r.cfg
-	if r.sd == nil || r.sd.pts != pts {
-		r.sd = &seeder{pts: pts, workers: cfg.Workers}
-		if r.sd.workers == 0 {
-			r.sd.workers = defaultWorkers()
-		}
-	}
-	sd := r.sd
+	sd := r.seeder(pts)
 	rng := newRand(cfg.Seed, start)
 	if cfg.Init == InitRandom {
 		return sd.random(cfg.K, cfg.Fixed, rng), nil
 	}
 	return sd.plusPlus(ctx, cfg.K, cfg.Fixed, cfg.Trials, rng)
+}
+
+// starts runs the seeded starts on sg and returns the best (least inertia,
+// ties to the first) and the iterations of each. On a CPU stage with more
+// than one worker the starts run side by side, each on a session of its
+// own with passes on one goroutine: the reduced set is small, where one
+// pass gains little from two threads, while two starts gain nearly two.
+// Each start's answer is the same either way, and onIteration still sees
+// the starts' iterations in order, on the calling goroutine.
+func (r *runner) starts(ctx context.Context, sg stage, starts int) (*Model, []int, error) {
+	models := make([]*Model, starts)
+	iters := make([]int, starts)
+	lanes := min(r.workers(), starts)
+	if !sg.coarse && r.cfg.Backend != CPU {
+		lanes = 1
+	}
+	if lanes <= 1 {
+		for s := range starts {
+			r.iter = 0
+			c, err := r.seed(ctx, sg.pts, s)
+			if err != nil {
+				return nil, nil, err
+			}
+			if models[s], err = r.lloyd(ctx, sg, s, c); err != nil {
+				return nil, nil, err
+			}
+			iters[s] = r.iter
+		}
+		return bestOf(models), iters, nil
+	}
+
+	// Each lane is a runner of its own, with a session and a seeder that
+	// share sg's kd-trees. The lanes take the starts in order. A start's
+	// iterations are recorded and passed on in order by this goroutine,
+	// or passed on as they come if this goroutine runs the start and all
+	// before it have been passed on.
+	var pp *ppState
+	if r.cfg.Init == InitKMeansPP {
+		pp = r.seeder(sg.pts).state() // built once, shared by the lanes
+	}
+	type lane struct {
+		r  *runner
+		sg stage
+	}
+	ls := make([]lane, lanes)
+	defer func() {
+		for _, ln := range ls {
+			if ln.sg.sess != nil {
+				ln.sg.sess.Close()
+			}
+		}
+	}()
+	for l := range ls {
+		sess, err := fork(sg.sess, sg.pts, r.sessionOptions(false, 1))
+		if err != nil {
+			return nil, nil, err
+		}
+		sub := &runner{pts: r.pts, cfg: r.cfg, sd: &seeder{pts: sg.pts, workers: 1}}
+		sub.cfg.Workers = 1
+		if pp != nil {
+			sub.sd.pp = pp.fork()
+		}
+		ls[l] = lane{sub, sg}
+		ls[l].sg.sess = sess
+	}
+
+	var (
+		mu      sync.Mutex
+		done    = make([]bool, starts)
+		records = make([][]Iteration, starts)
+		next    atomic.Int64
+		failed  atomic.Bool
+		errs    = make([]error, lanes)
+		wg      sync.WaitGroup
+		shown   int // starts passed on to onIteration; this goroutine's alone
+	)
+	// pass on the recorded iterations of the finished starts, in order
+	flush := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for shown < starts && done[shown] {
+			for _, it := range records[shown] {
+				r.onIter(it)
+			}
+			records[shown] = nil
+			shown++
+		}
+	}
+	run := func(l int) {
+		sub := ls[l].r
+		for !failed.Load() {
+			s := int(next.Add(1)) - 1
+			if s >= starts {
+				return
+			}
+			if r.onIter != nil {
+				live := false // passed on as it runs
+				if l == 0 {   // the calling goroutine
+					flush()
+					live = s == shown
+				}
+				sub.onIter = func(it Iteration) {
+					if live {
+						r.onIter(it)
+						return
+					}
+					it.Centroids = slices.Clone(it.Centroids)
+					it.Counts = slices.Clone(it.Counts)
+					records[s] = append(records[s], it)
+				}
+			}
+			sub.iter = 0
+			c, err := sub.seed(ctx, sg.pts, s)
+			if err == nil {
+				models[s], err = sub.lloyd(ctx, ls[l].sg, s, c)
+			}
+			if err != nil {
+				errs[l] = err
+				failed.Store(true)
+				return
+			}
+			iters[s] = sub.iter
+			mu.Lock()
+			done[s] = true
+			mu.Unlock()
+		}
+	}
+	wg.Add(lanes - 1)
+	for l := 1; l < lanes; l++ {
+		go func() {
+			defer wg.Done()
+			run(l)
+		}()
+	}
+	run(0)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if r.onIter != nil {
+		flush()
+	}
+	return bestOf(models), iters, nil
+}
+
+// bestOf returns the model of least inertia, ties to the first.
+func bestOf(models []*Model) *Model {
+	best := models[0]
+	for _, m := range models[1:] {
+		if m.Inertia < best.Inertia {
+			best = m
+		}
+	}
+	return best
+}
+
+// fork opens a session on pts like sess with the options opt, sharing
+// what sess built where it can (the kd-trees).
+func fork(sess Session, pts *Points, opt SessionOptions) (Session, error) {
+	switch s := sess.(type) {
+	case *treeSession:
+		return s.fork(opt.Workers), nil
+	case *autoSession:
+		return s.fork(opt.Workers)
+	}
+	return CPU.Open(pts, opt)
+}
+
+// workers is the number of CPU threads the run may use.
+func (r *runner) workers() int {
+	if r.cfg.Workers > 0 {
+		return r.cfg.Workers
+	}
+	return defaultWorkers()
 }
 
 // lloyd iterates from cent until the labels settle, the inertia improves
@@ -244,6 +458,14 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 	for it := 0; ; it++ {
 		if err := sg.sess.Assign(ctx, cent, &r.st); err != nil {
 			return nil, err
+		}
+		if it == 0 {
+			// the first labels of a run are all new, whatever the
+			// session held before (another start's, a finished stage's)
+			r.st.Moved = 0
+			for _, w := range r.st.Counts {
+				r.st.Moved += w
+			}
 		}
 		if err := r.update(sg, next, cent, nfixed); err != nil {
 			return nil, err

@@ -346,6 +346,15 @@ func selectNth(keys []uint64, nth int) {
 	}
 }
 
+// fork returns a new session on t's kd-tree, which the two share
+// read-only, whose passes run on workers goroutines. Each keeps its own
+// labels, candidate lists and statistics, so the two may run at once.
+func (t *treeSession) fork(workers int) *treeSession {
+	return &treeSession{pts: t.pts, dim: t.dim, n: t.n, workers: workers, origin: t.origin,
+		perm: t.perm, xs: t.xs, ws: t.ws, nodes: t.nodes, lo: t.lo, hi: t.hi, sums: t.sums, tasks: t.tasks,
+		state: make([]int32, len(t.nodes)), labels: make([]int32, t.n)}
+}
+
 func (t *treeSession) Close() error {
 	*t = treeSession{}
 	return nil
@@ -1036,6 +1045,10 @@ func (t *treeSession) utility(nd int32, cent, cands, buf []int32, inert, util []
 		t.utility(node.right, cent, cands, buf, inert, util)
 		return
 	}
+	if dim == 3 {
+		t.utilityLeaf3(node, cent, cands, inert, util)
+		return
+	}
 	for pos := node.first; pos < node.last; pos++ {
 		x := t.xs[int(pos)*dim : int(pos+1)*dim]
 		best := int32(-1)
@@ -1057,6 +1070,33 @@ func (t *treeSession) utility(nd int32, cent, cands, buf []int32, inert, util []
 	}
 }
 
+// utilityLeaf3 is utility's scan of the points of a leaf for three
+// dimensions, unrolled.
+func (t *treeSession) utilityLeaf3(node *treeNode, cent, cands []int32, inert, util []uint64) {
+	xs := t.xs[int(node.first)*3 : int(node.last)*3]
+	for i, wt := range t.ws[node.first:node.last] {
+		x0, x1, x2 := int64(xs[3*i]), int64(xs[3*i+1]), int64(xs[3*i+2])
+		best := int32(-1)
+		b1, b2 := uint64(math.MaxUint64), uint64(math.MaxUint64)
+		for _, c := range cands {
+			p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
+			e0, e1, e2 := x0-int64(p[0]), x1-int64(p[1]), x2-int64(p[2])
+			d := uint64(e0*e0 + e1*e1 + e2*e2)
+			if d < b2 {
+				if d < b1 {
+					b2, best, b1 = b1, c, d
+				} else {
+					b2 = d
+				}
+			}
+		}
+		inert[best] += uint64(wt) * b1
+		if b2 != math.MaxUint64 {
+			util[best] += uint64(wt) * (b2 - b1)
+		}
+	}
+}
+
 // nodeInertia returns Σ w|x−c|² over the points of node nd, from its sums.
 func (t *treeSession) nodeInertia(nd int32, c []int32) uint64 {
 	node := &t.nodes[nd]
@@ -1068,6 +1108,9 @@ func (t *treeSession) nodeInertia(nd int32, c []int32) uint64 {
 // candidates nearest the box's centre, a third that both are strictly
 // nearer to everywhere in the box is neither.
 func pruneTwo(cent []int32, dim int, cands []int32, lo, hi []int32, out []int32) []int32 {
+	if dim == 3 {
+		return pruneTwo3(cent, cands, lo, hi, out)
+	}
 	var z1, z2 int32 = -1, -1
 	d1, d2 := uint64(math.MaxUint64), uint64(math.MaxUint64)
 	for _, c := range cands {
@@ -1106,4 +1149,52 @@ func (t *treeSession) gap(nd int32, a, b []int32) uint64 {
 		g = g.add(mul64(bj*bj-aj*aj, w)).sub(mul64(2*(bj-aj), sj))
 	}
 	return g.uint64()
+}
+
+// pruneTwo3 is pruneTwo for three dimensions, unrolled.
+func pruneTwo3(cent []int32, cands []int32, lo, hi []int32, out []int32) []int32 {
+	l0, l1, l2 := int64(lo[0]), int64(lo[1]), int64(lo[2])
+	h0, h1, h2 := int64(hi[0]), int64(hi[1]), int64(hi[2])
+	m0, m1, m2 := l0+h0, l1+h1, l2+h2
+	var z1, z2 int32 = -1, -1
+	d1, d2 := int64(math.MaxInt64), int64(math.MaxInt64)
+	for _, c := range cands {
+		p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
+		e0, e1, e2 := 2*int64(p[0])-m0, 2*int64(p[1])-m1, 2*int64(p[2])-m2
+		d := e0*e0 + e1*e1 + e2*e2
+		switch {
+		case d < d1:
+			z2, d2 = z1, d1
+			z1, d1 = c, d
+		case d < d2:
+			z2, d2 = c, d
+		}
+	}
+	// loses reports whether c is strictly farther than z from every
+	// point of the box (dominated, unrolled)
+	loses := func(c0, c1, c2 int64, z []int32) bool {
+		z0, z1, z2 := int64(z[0]), int64(z[1]), int64(z[2])
+		v0, v1, v2 := l0, l1, l2
+		if c0 > z0 {
+			v0 = h0
+		}
+		if c1 > z1 {
+			v1 = h1
+		}
+		if c2 > z2 {
+			v2 = h2
+		}
+		a0, a1, a2 := v0-c0, v1-c1, v2-c2
+		b0, b1, b2 := v0-z0, v1-z1, v2-z2
+		return a0*a0+a1*a1+a2*a2 > b0*b0+b1*b1+b2*b2
+	}
+	y1, y2 := cent[int(z1)*3:int(z1)*3+3:int(z1)*3+3], cent[int(z2)*3:int(z2)*3+3:int(z2)*3+3]
+	for _, c := range cands {
+		p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
+		c0, c1, c2 := int64(p[0]), int64(p[1]), int64(p[2])
+		if c == z1 || c == z2 || !loses(c0, c1, c2, y1) || !loses(c0, c1, c2, y2) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
