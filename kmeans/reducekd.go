@@ -24,6 +24,7 @@ func reduceKD(pts *Points, target int) *Points {
 		idx[i] = int32(i)
 	}
 	keys := make([]uint64, n)
+	var counts []int32
 	r := &Points{Dim: dim}
 	sums := make([]int64, dim)
 	ok := true
@@ -35,7 +36,7 @@ func reduceKD(pts *Points, target int) *Points {
 		if axis, span := longest(lo, hi); level < depth && len(part) > 1 && span > 0 {
 			// cut at the median of the box's longest side; each half
 			// keeps the box, cut there
-			splitMedian(pts, part, axis, lo[axis], keys)
+			splitMedian(pts, part, axis, lo[axis], hi[axis], keys, &counts)
 			mid := len(part) / 2
 			cut := pts.Coords[int(part[mid])*dim+axis]
 			clo, chi := slices.Clone(lo), slices.Clone(hi)

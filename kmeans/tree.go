@@ -136,6 +136,7 @@ type kdBuilder struct {
 	origin []int64
 	perm   []int32
 	keys   []uint64 // scratch, one per point
+	counts []int32  // splitMedian's scratch, the builder's own
 	nodes  []treeNode
 	lo, hi []int32
 	sums   []int64
@@ -227,7 +228,7 @@ func (b *kdBuilder) node(first, last int32) (id, mid int32, split bool) {
 		}
 		return id, 0, false
 	}
-	splitMedian(b.pts, part, axis, lo[axis], b.keys[first:last])
+	splitMedian(b.pts, part, axis, lo[axis], hi[axis], b.keys[first:last], &b.counts)
 	return id, first + (last-first)/2, true
 }
 
@@ -291,18 +292,69 @@ func longest(lo, hi []int32) (axis int, span int64) {
 
 // splitMedian reorders part so that its first half holds the points that
 // come first in (coordinate axis, index) order, and the second half the
-// rest. Both halves are kd-tree children; lo is the box's low corner on
-// axis. keys is scratch of at least len(part).
-func splitMedian(pts *Points, part []int32, axis int, lo int32, keys []uint64) {
-	keys = keys[:len(part)]
-	for i, p := range part {
-		keys[i] = uint64(int64(pts.Coords[int(p)*pts.Dim+axis])-int64(lo))<<32 | uint64(p)
+// rest. Both halves are kd-tree children; every coordinate on axis lies in
+// [lo, hi]. keys is scratch of at least len(part); counts, scratch that
+// splitMedian grows as it needs.
+//
+// The halves are sets: their order inside is whatever the selection
+// leaves, which nothing downstream depends on. A large part on a short
+// span (colour coordinates: a few thousand grid values) is split by
+// counting its values, in two passes; any other by quickselect.
+func splitMedian(pts *Points, part []int32, axis int, lo, hi int32, keys []uint64, counts *[]int32) {
+	n, dim := len(part), pts.Dim
+	keys = keys[:n]
+	if span := int64(hi) - int64(lo); n >= countingSplitMin && span < 8*int64(n) {
+		c := resize(*counts, int(span)+1)
+		*counts = c
+		clear(c)
+		for _, p := range part {
+			c[pts.Coords[int(p)*dim+axis]-lo]++
+		}
+		// the median value lo+v: acc points lie below it
+		mid, acc, v := n/2, 0, 0
+		for acc+int(c[v]) <= mid {
+			acc += int(c[v])
+			v++
+		}
+		// below, at and above the median value, in that order
+		at, above := acc, acc+int(c[v])
+		below := 0
+		for _, p := range part {
+			switch x := pts.Coords[int(p)*dim+axis] - lo; {
+			case x < int32(v):
+				keys[below] = uint64(p)
+				below++
+			case x == int32(v):
+				keys[at] = uint64(p)
+				at++
+			default:
+				keys[above] = uint64(p)
+				above++
+			}
+		}
+		// of the points at the median value, those of least index
+		// complete the first half
+		if eq := keys[acc : acc+int(c[v])]; mid > acc && mid-acc < len(eq) {
+			selectNth(eq, mid-acc)
+		}
+		for i, k := range keys {
+			part[i] = int32(k)
+		}
+		return
 	}
-	selectNth(keys, len(part)/2)
+	for i, p := range part {
+		keys[i] = uint64(int64(pts.Coords[int(p)*dim+axis])-int64(lo))<<32 | uint64(p)
+	}
+	selectNth(keys, n/2)
 	for i, k := range keys {
 		part[i] = int32(uint32(k))
 	}
 }
+
+// countingSplitMin is the fewest points that splitMedian splits by
+// counting: below it, clearing and scanning the counts costs more than
+// quickselect saves.
+const countingSplitMin = 64
 
 // selectNth reorders keys so that keys[nth] is the value it would have if
 // keys were sorted, smaller values before it and larger after (Hoare's
