@@ -85,14 +85,26 @@ func (s *seeder) state() *ppState {
 	b := newKDBuilder(pts, make([]int64, pts.Dim))
 	b.build(0, int32(n))
 	pp := &ppState{pts: pts, dim: pts.Dim, nodes: b.nodes, lo: b.lo, hi: b.hi, perm: b.perm,
-		xs: make([]int32, n*pts.Dim), ws: make([]uint64, n), d: make([]uint64, n),
+		xs: make([]int32, n*pts.Dim), ws: make([]uint32, n), d: make([]uint64, n),
 		maxD: make([]uint64, len(b.nodes)), fw: newFenwick(n)}
 	for pos, i := range b.perm {
 		copy(pp.xs[pos*pp.dim:(pos+1)*pp.dim], pts.At(int(i)))
-		pp.ws[pos] = pts.Weight(int(i))
+		pp.ws[pos] = uint32(pts.Weight(int(i)))
 	}
 	s.pp = pp
 	return pp
+}
+
+// adopt makes the seeder's k-means++ state, if it has none, on the kd-tree
+// of session t, which the two share read-only, in place of a tree of its
+// own.
+func (s *seeder) adopt(t *treeSession) {
+	if s.pp != nil || t == nil || t.pts != s.pts {
+		return
+	}
+	n := t.n
+	s.pp = &ppState{pts: s.pts, dim: t.dim, nodes: t.nodes, lo: t.lo, hi: t.hi, perm: t.perm, xs: t.xs, ws: t.ws,
+		d: make([]uint64, n), maxD: make([]uint64, len(t.nodes)), fw: newFenwick(n)}
 }
 
 // fork returns a k-means++ state on pp's kd-tree, which the two share
@@ -115,7 +127,7 @@ type ppState struct {
 	lo, hi []int32 // node boxes, dim per node
 	perm   []int32 // tree position → point index
 	xs     []int32 // coordinates in tree order
-	ws     []uint64
+	ws     []uint32
 	d      []uint64 // D in tree order
 	maxD   []uint64 // largest D under each node
 	fw     *fenwick // w·D by point index
@@ -129,7 +141,7 @@ func (pp *ppState) start(cent []int32) {
 		x := pp.xs[pos*dim : (pos+1)*dim]
 		d := Dist(x, centroidAt(cent, dim, nearest(cent, dim, x)))
 		pp.d[pos] = d
-		pp.fw.add(int(i), pp.ws[pos]*d)
+		pp.fw.add(int(i), uint64(pp.ws[pos])*d)
 	}
 	pp.setMax(0)
 }
@@ -184,14 +196,14 @@ func (pp *ppState) gain(nd int32, y []int32) uint64 {
 		for i, D := range pp.d[node.first:node.last] {
 			e0, e1, e2 := int64(xs[3*i])-y0, int64(xs[3*i+1])-y1, int64(xs[3*i+2])-y2
 			if d := uint64(e0*e0 + e1*e1 + e2*e2); d < D {
-				g += pp.ws[int(node.first)+i] * (D - d)
+				g += uint64(pp.ws[int(node.first)+i]) * (D - d)
 			}
 		}
 		return g
 	}
 	for pos := node.first; pos < node.last; pos++ {
 		if d := Dist(pp.xs[int(pos)*dim:int(pos+1)*dim], y); d < pp.d[pos] {
-			g += pp.ws[pos] * (pp.d[pos] - d)
+			g += uint64(pp.ws[pos]) * (pp.d[pos] - d)
 		}
 	}
 	return g
@@ -211,7 +223,7 @@ func (pp *ppState) add(nd int32, y []int32) uint64 {
 		dim := pp.dim
 		for pos := node.first; pos < node.last; pos++ {
 			if d := Dist(pp.xs[int(pos)*dim:int(pos+1)*dim], y); d < pp.d[pos] {
-				pp.fw.sub(int(pp.perm[pos]), pp.ws[pos]*(pp.d[pos]-d))
+				pp.fw.sub(int(pp.perm[pos]), uint64(pp.ws[pos])*(pp.d[pos]-d))
 				pp.d[pos] = d
 			}
 			m = max(m, pp.d[pos])

@@ -279,6 +279,10 @@ func (r *runner) seed(ctx context.Context, pts *Points, start int) ([]int32, err
 func (r *runner) starts(ctx context.Context, sg stage, starts int) (*Model, []int, error) {
 	models := make([]*Model, starts)
 	iters := make([]int, starts)
+	if r.cfg.Init == InitKMeansPP {
+		// k-means++ walks the session's kd-tree rather than one of its own
+		r.seeder(sg.pts).adopt(kdTreeOf(sg.sess))
+	}
 	lanes := min(r.workers(), starts)
 	if !sg.coarse && r.cfg.Backend != CPU {
 		lanes = 1
@@ -435,6 +439,17 @@ func fork(sess Session, pts *Points, opt SessionOptions) (Session, error) {
 		return s.fork(opt.Workers)
 	}
 	return CPU.Open(pts, opt)
+}
+
+// kdTreeOf returns the kd-tree session behind sess, if it has built one.
+func kdTreeOf(sess Session) *treeSession {
+	switch s := sess.(type) {
+	case *treeSession:
+		return s
+	case *autoSession:
+		return s.tree
+	}
+	return nil
 }
 
 // workers is the number of CPU threads the run may use.
