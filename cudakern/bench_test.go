@@ -87,11 +87,13 @@ func benchAssign(b *testing.B, pts *kmeans.Points, k int, mode string) {
 	if !info(s).fast {
 		b.Log("exact kernel, not the tensor-core one")
 	}
+	b.Logf("kernel %s", info(s).kernel)
 }
 
 // BenchmarkAssignPixels: one Lloyd assignment over all 14.7 M pixels of
 // altai-5120.png (no deduplication), RGB: the kernel Assign picks (auto),
-// then the integer, scalar and tensor-core variants forced, for comparison.
+// then the integer tensor-core (ima), integer (idp), scalar and fp16
+// tensor-core variants forced, for comparison.
 func BenchmarkAssignPixels(b *testing.B) {
 	px := loadPixels(b, "altai-5120.png")
 	pts := colourPoints(px, nil, "rgb")
@@ -101,9 +103,10 @@ func BenchmarkAssignPixels(b *testing.B) {
 		modes   []string
 	}{
 		{"auto", []int{16, 64, 256, 1024}, []string{"steady", "fresh"}},
+		{"ima", []int{16, 64, 128, 256, 1024}, []string{"steady"}},
 		{"idp", []int{16, 32, 64, 128, 256}, []string{"steady"}},
 		{"small", []int{16, 32}, []string{"steady"}},
-		{"m4", []int{16, 64, 128, 256}, []string{"steady"}},
+		{"m4", []int{16, 64, 128, 256, 1024}, []string{"steady"}},
 		{"m2", []int{256, 1024}, []string{"steady"}},
 	}
 	if variants() == 1 {
@@ -159,13 +162,21 @@ func million(b *testing.B) *kmeans.Points {
 }
 
 // BenchmarkAssignUnique: one assignment of ~1 M deduplicated, weighted
-// colours (see million).
+// colours (see million): the kernel Assign picks, then the variants forced.
 func BenchmarkAssignUnique(b *testing.B) {
 	pts := million(b)
 	b.Logf("%d unique colours", pts.Len())
-	for _, k := range []int{64, 256} {
-		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) { benchAssign(b, pts, k, "steady") })
+	vs := []string{"auto", "ima", "idp", "m4"}
+	if variants() == 1 {
+		vs = vs[:1]
 	}
+	for _, v := range vs {
+		os.Setenv("KQUANT_CUDA_KERNEL", v)
+		for _, k := range []int{64, 256} {
+			b.Run(fmt.Sprintf("%s/k=%d", v, k), func(b *testing.B) { benchAssign(b, pts, k, "steady") })
+		}
+	}
+	os.Unsetenv("KQUANT_CUDA_KERNEL")
 }
 
 // BenchmarkRun: a whole kmeans.Run (k-means++ on the host, Lloyd on the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -101,6 +102,7 @@ const (
 	kSmallP8   = "kq_small_p8"
 	kSmallP16  = "kq_small_p16"
 	kIDPP8     = "kq_idp_p8"
+	kIMAP8     = "kq_ima_p8"
 	kGenF32    = "kq_generic_f32"
 	kGenI64    = "kq_generic_i64"
 	kDDHist    = "kq_dd_hist"
@@ -141,7 +143,12 @@ const (
 var prunedKernels = []string{kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kRIDF32, kRIDI64}
 
-var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8, kGenF32, kGenI64,
+// assignKernels take their shared memory dynamically.
+var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
+	kIMAP8, kGenF32, kGenI64}
+
+var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
+	kIMAP8, kGenF32, kGenI64,
 	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather}
@@ -160,6 +167,7 @@ type Backend struct {
 	occ   map[occKey]int
 
 	fastErr error // non-nil when the tensor-core kernel failed its self-test
+	imaErr  error // non-nil when the integer tensor-core kernel is off (selfTestIMA)
 }
 
 type occKey struct {
@@ -208,8 +216,19 @@ func New(device int) (*Backend, error) {
 	if err := w.do(b.loadModule); err != nil {
 		return nil, err
 	}
+	if d.Major < 8 {
+		b.imaErr = fmt.Errorf("cudakern: the integer tensor-core kernel needs compute capability 8.0 (%s has %d.%d)", d.Name, d.Major, d.Minor)
+	}
 	if os.Getenv("KQUANT_CUDA_SELFTEST") != "0" {
+		// the fast kernels' self-test without the integer tensor-core
+		// kernel, then its own
+		imaErr := b.imaErr
+		b.imaErr = errIMAUntested
 		b.fastErr = b.selfTest()
+		b.imaErr = imaErr
+		if b.imaErr == nil {
+			b.imaErr = b.selfTestIMA()
+		}
 	}
 	backends[device] = b
 	return b, nil
@@ -258,7 +277,7 @@ func (b *Backend) loadModule() error {
 	// The assignment kernels take their shared memory dynamically; their
 	// static shared memory is below 1 KiB: leave it room.
 	b.smem -= 1024
-	for _, name := range append([]string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8, kGenF32, kGenI64}, prunedKernels...) {
+	for _, name := range append(slices.Clone(assignKernels), prunedKernels...) {
 		if err := a.check("cuFuncSetAttribute("+name+")", a.cuFuncSetAttribute(b.fn[name], funcAttrMaxDynamicShared, int32(b.smem))); err != nil {
 			return err
 		}
@@ -284,6 +303,10 @@ func (b *Backend) Name() string { return fmt.Sprintf("cuda:%d %s", b.dev.Index, 
 
 // Device describes the backend's device.
 func (b *Backend) Device() Device { return b.dev }
+
+// IMAError reports why the integer tensor-core assignment kernel
+// (kq_ima_p8) is off on this device, or nil when it may be used.
+func (b *Backend) IMAError() error { return b.imaErr }
 
 // FastPathError reports why the tensor-core assignment kernel is disabled
 // on this device (it failed its exactness self-test), or nil when it is used.

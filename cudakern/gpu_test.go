@@ -260,14 +260,15 @@ func TestIdentityPixels(t *testing.T) {
 	compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 64}, centroidSets(rng, pts, 16, 64)[:4])
 }
 
-// TestVariants runs every fast kernel variant (scalar, tensor-core with two
-// and four m-tiles) against the CPU on unweighted and weighted points.
+// TestVariants runs every fast kernel variant (integer tensor-core,
+// integer, scalar, tensor-core with two and four m-tiles) against the CPU
+// on unweighted and weighted points.
 func TestVariants(t *testing.T) {
 	b := gpu(t)
 	rng := rand.New(rand.NewPCG(19, 20))
 	px := loadPixels(t, "smarties.png")
 	colors, counts, _ := UniqueRGB(px)
-	for _, variant := range []string{"idp", "small", "m2", "m4"} {
+	for _, variant := range []string{"ima", "idp", "small", "m2", "m4"} {
 		t.Setenv("KQUANT_CUDA_KERNEL", variant)
 		for _, space := range []string{"rgb", "lab"} {
 			for _, pts := range []*kmeans.Points{colourPoints(px, nil, space), colourPoints(colors, counts, space)} {
@@ -352,6 +353,77 @@ func TestIntegerKernel(t *testing.T) {
 	}
 }
 
+// TestIMAKernel: the integer tensor-core kernel (kq_ima_p8, forced) against
+// the CPU on unweighted pixels and weighted colours, k from 2 to 1000 (four
+// index chunks), with centroids at and beyond the corners of the points'
+// box; on 1, 2 and 4 dimensions; and another kernel wherever imaFits
+// refuses (a grid step that differs between axes, centroids outside the
+// grid box).
+func TestIMAKernel(t *testing.T) {
+	b := gpu(t)
+	if err := b.IMAError(); err != nil {
+		t.Skip(err)
+	}
+	rng := rand.New(rand.NewPCG(39, 40))
+	px := loadPixels(t, "starry_night.jpg")
+	colors, counts, _ := UniqueRGB(px)
+	uneven := colourPoints(px, nil, "rgb")
+	for i := 0; i < len(uneven.Coords); i += 3 {
+		uneven.Coords[i] &^= 15 // red on a grid of 16, green and blue of 8
+	}
+	sets := []*kmeans.Points{colourPoints(px, nil, "rgb"), colourPoints(colors, counts, "rgb"), uneven}
+	for _, dim := range []int{1, 2, 4} {
+		p := &kmeans.Points{Dim: dim, Coords: make([]int32, 20000*dim), Weights: make([]uint32, 20000)}
+		for i := range p.Coords {
+			p.Coords[i] = 300 + 8*int32(rng.IntN(256))
+		}
+		for i := range p.Weights {
+			p.Weights[i] = 1 + uint32(rng.IntN(1000))
+		}
+		sets = append(sets, p)
+	}
+	for _, variant := range []string{"ima"} {
+		t.Setenv("KQUANT_CUDA_KERNEL", variant)
+		var used, refused int
+		for _, pts := range sets {
+			L := planLayout(pts)
+			cs := centroidSets(rng, pts, 2, 16, 17, 100, 256, 257, 1000)
+			lo, hi := pts.Bounds()
+			// the corners of the box, then the corners 40 and 150 outside it
+			for _, out := range []int32{0, 40, 150} {
+				var c []int32
+				for m := range 1 << pts.Dim {
+					for j := range pts.Dim {
+						v := lo[j] - out
+						if m>>j&1 == 1 {
+							v = hi[j] + out
+						}
+						c = append(c, v)
+					}
+				}
+				cs = append(cs, c)
+			}
+			infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 1000}, cs)
+			for i, in := range infos {
+				_, ok := L.imaFits(cs[i])
+				ok = ok && L.fastFits(cs[i])
+				if isIMA(in.kernel) != ok {
+					t.Errorf("%s, dim %d, assign %d: kernel %s, imaFits %v", variant, pts.Dim, i, in.kernel, ok)
+				}
+				if ok {
+					used++
+				} else {
+					refused++
+				}
+			}
+		}
+		t.Logf("%s: %d assignments, %d refused", variant, used, refused)
+		if refused == 0 || used == 0 {
+			t.Errorf("%s took all or none of the assignments", variant)
+		}
+	}
+}
+
 // TestLargeK covers several index chunks in the tensor-core kernel and the
 // chunked accumulation of the exact kernel.
 func TestLargeK(t *testing.T) {
@@ -400,6 +472,8 @@ func TestFallback(t *testing.T) {
 	}
 	given := make([]int32, 3*k)
 	copy(given, cent)
+	// the fp16 tensor-core kernel (the integer ones need no re-search)
+	t.Setenv("KQUANT_CUDA_KERNEL", "m4")
 	infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: k}, [][]int32{cent, given})
 	if !infos[0].fast || infos[0].fallbacks == 0 {
 		t.Errorf("expected the tensor-core kernel with fallbacks, got %+v", infos[0])

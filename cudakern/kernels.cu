@@ -784,6 +784,212 @@ __device__ __forceinline__ void idp_body(const Params& p) {
 
 extern "C" __global__ void __launch_bounds__(256, 4) kq_idp_p8(const Params p) { idp_body<2>(p); }
 
+// ------------------------------------------- integer tensor-core kernel
+//
+// The integer kernel's keys with the products on the tensor cores. For
+// points on an 8-bit grid with one step g on every axis (FMT_P8: byte q_j of
+// the point word, x_j = lo_j + g·q_j) and a centroid c with
+// c''_j = c_j - lo_j - 128g in [-1024, 1016],
+//   X(x, c) = Σ_j q_j·c''_j
+// is one entry of a u8 × s8 matrix product with exact int32 accumulation:
+// two chained mma.sync m16n8k16 (K = 2 × 16 slots, 8 groups of 4 bytes).
+// Every group of a point's row holds the point's packed word (q_0..q_3); the
+// centroid's column holds c''_j split into 8 signed bytes, one per group
+// (8·[-128, 127] = [-1024, 1016]). With score = |c''|^2 - 2g·q~·c'' (q~ =
+// q - 128, the integer kernel's score) = |c''|^2 + 256g·Σ_j c''_j - 2g·X,
+//   key = 256·(score - M) + j = bias_c - 512g·X,
+//   bias_c = 256·(|c''|^2 + 256g·Σ_j c''_j - M) + j,
+// so a pair costs one IMAD (modulo 2^32; exact since the key lies in int32:
+// score - M in [-2^23, 2^23 - 2] by imaFits in params.go, j < 256) and one
+// min; the smallest key names the nearest centroid, ties to the lowest
+// index. k > 256 is taken in chunks of 256 (j the index within the chunk);
+// a later chunk wins only with a strictly smaller score.
+// Table (p.frag), per tile of 8 centroids: 32 uint2 (lane 4r + q: the bytes
+// of groups q and q + 4 of centroid 8t + r), then 4 int2 (the biases of
+// centroids 8t + 2q and 8t + 2q + 1); padding centroids have zero bytes and
+// bias INT_MAX, so that they never win.
+// Params: g2 = g^2, sel[0] = 0x80 per axis, sel[1] = M, sel[2] = -512g.
+// A warp takes 64 points a step as 4 m-tiles of 16: m-tile t's rows r and
+// r + 8 are the points base + 8r + 2t and base + 8r + 2t + 1 (so lane 4r + q
+// loads its fragments with two 16-byte loads); after the minimum over the
+// quad, lane L owns the points base + 2L and base + 2L + 1.
+// Cost (H100, bench/cuda/NOTES.md round 3): 2.6 instructions a pair against
+// the integer kernel's 4.4, but an m16n8k16 int8 mma.sync holds the tensor
+// pipe for 4 cycles (512 MACs a clock per sub-partition, half the wgmma
+// rate), so the products (32 MACs a pair), the IMADs and the minima each
+// need about 2 cycles per 32 pairs, and issue stays near 54 %: it matches
+// the integer kernel on 14.7 M pixels at k = 256 and beats it on a million
+// weighted colours.
+
+// imma_acc returns d = a·b.x + a·b.y: two m16n8k16 u8 × s8 products (the
+// two K halves), chained through the accumulator.
+__device__ __forceinline__ void imma_acc(int (&d)[4], u32 a0, u32 a1, uint2 b) {
+#if __CUDA_ARCH__ >= 800
+    int e[4];
+    asm("mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+        "{%7,%7,%7,%7};\n"
+        : "=r"(e[0]), "=r"(e[1]), "=r"(e[2]), "=r"(e[3])
+        : "r"(a0), "r"(a1), "r"(b.x), "r"(0));
+    asm("mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+        "{%7,%8,%9,%10};\n"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a0), "r"(a1), "r"(b.y), "r"(e[0]), "r"(e[1]), "r"(e[2]), "r"(e[3]));
+#else
+    d[0] = d[1] = d[2] = d[3] = 0;
+#endif
+}
+
+__device__ __forceinline__ void ima_body(const Params& p) {
+    constexpr int MT = 4;
+    extern __shared__ uint4 smem4[];
+    const int n = p.n, k = p.k, kpad = p.kpad, dim = p.dim;
+    const int ntiles = kpad >> 3;
+    const uint2* sB = (const uint2*)smem4;
+    const int2* sBias = (const int2*)(smem4 + 16 * ntiles);
+    u32* sacc = (u32*)(smem4 + 18 * ntiles);
+    const int nslots = k * (1 + dim);
+    __shared__ u64 red[3 * 8];
+    for (int i = threadIdx.x; i < 18 * ntiles; i += blockDim.x) smem4[i] = ((const uint4*)p.frag)[i];
+    for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
+    __syncthreads();
+
+    const int flags = p.flags;
+    const bool acc32 = flags & F_ACC32, allMoved = flags & F_ALL_MOVED;
+    const u32* W = (const u32*)p.weights;
+    const u32* P = (const u32*)p.pts;
+    const u32 g2 = (u32)p.g2, xmask = p.sel[0];
+    const int M = (int)p.sel[1], alpha = (int)p.sel[2];
+    const int lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
+    const bool hiq = q & 2, oddq = q & 1;
+    const int warps = (gridDim.x * blockDim.x) >> 5;
+    const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    unsigned short* labels = (unsigned short*)p.labels;
+    u64 inertia = 0, movedw = 0;
+
+    // keys of one tile (b, bias) for the 4 m-tiles, into the running minima
+    // (ptxas makes one three-input minimum, VIMNMX3 on sm_90, of each pair)
+    auto tile = [&](const u32 (&A)[2 * MT], int (&Vm)[MT][2], uint2 b, int2 bias, bool first) {
+#pragma unroll
+        for (int t = 0; t < MT; t++) {
+            int d[4];
+            imma_acc(d, A[2 * t], A[2 * t + 1], b);
+            const int k0 = d[0] * alpha + bias.x, k1 = d[1] * alpha + bias.y;
+            const int k2 = d[2] * alpha + bias.x, k3 = d[3] * alpha + bias.y;
+            if (first) {
+                Vm[t][0] = min(k0, k1), Vm[t][1] = min(k2, k3);
+            } else {
+                Vm[t][0] = min(Vm[t][0], min(k0, k1)), Vm[t][1] = min(Vm[t][1], min(k2, k3));
+            }
+        }
+    };
+
+    for (int base = gw * 16 * MT; base < n; base += warps * 16 * MT) {
+        u32 A[2 * MT];
+#pragma unroll
+        for (int h = 0; h < MT / 2; h++) {
+            const uint4 v = __ldg((const uint4*)(P + base + 2 * MT * r) + h);
+            A[4 * h] = v.x, A[4 * h + 1] = v.y, A[4 * h + 2] = v.z, A[4 * h + 3] = v.w;
+        }
+        int best[2], bbase[2];
+        for (int c0 = 0; c0 < kpad; c0 += 256) {
+            int Vm[MT][2];
+            const uint2* bp = sB + 4 * c0 + lane;
+            const int2* cp = sBias + (c0 >> 1) + q;
+            const uint2* bend = sB + 32 * (min(kpad, c0 + 256) >> 3) + lane;
+            tile(A, Vm, *bp, *cp, true);
+#pragma unroll 4
+            for (bp += 32, cp += 4; bp != bend; bp += 32, cp += 4) tile(A, Vm, *bp, *cp, false);
+            // the minimum over the quad, scattered: lane q keeps m-tile q
+            int K[2][2], R[2];
+#pragma unroll
+            for (int t = 0; t < 2; t++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int send = hiq ? Vm[t][h] : Vm[t + 2][h];
+                    const int keep = hiq ? Vm[t + 2][h] : Vm[t][h];
+                    K[t][h] = min(keep, __shfl_xor_sync(0xffffffffu, send, 2));
+                }
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int send = oddq ? K[0][h] : K[1][h];
+                const int keep = oddq ? K[1][h] : K[0][h];
+                R[h] = min(keep, __shfl_xor_sync(0xffffffffu, send, 1));
+            }
+            if (c0 == 0) {
+                best[0] = R[0], best[1] = R[1], bbase[0] = bbase[1] = 0;
+            } else {
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+                    if ((R[u] >> 8) < (best[u] >> 8)) best[u] = R[u], bbase[u] = c0;
+            }
+        }
+
+        // ---- bookkeeping of the owned points base + 2·lane + u
+        const int i0 = base + 2 * lane;
+        const uint2 pv = __ldg((const uint2*)(P + i0));
+        const u32 pw[2] = {pv.x, pv.y};
+        const u32 ol = *(const u32*)(labels + i0);
+        const u32 old[2] = {ol & 0xffffu, ol >> 16};
+        const uint2 wv = W ? __ldg((const uint2*)(W + i0)) : make_uint2(1, 1);
+        const u32 wt[2] = {wv.x, wv.y};
+        u32 lab[2];
+        bool changed = false;
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            const bool valid = i0 + u < n;
+            const u32 w = valid ? wt[u] : 0u;
+            lab[u] = valid ? (u32)(bbase[u] + (best[u] & 255)) : old[u];
+            const u32 qt = pw[u] ^ xmask;
+            const u32 d = (u32)((best[u] >> 8) + M) + g2 * (u32)dp4s(qt, qt, 0);
+            inertia += (u64)w * d;
+            const bool mv = old[u] != lab[u];
+            if (allMoved || mv) movedw += w;
+            changed |= mv;
+        }
+        if (changed) *(u32*)(labels + i0) = lab[0] | lab[1] << 16;
+        if (flags & F_NO_ACC) continue;
+        auto coords = [&](u32 w, int (&v)[4]) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const float f = __uint_as_float(__byte_perm(w, 0x4B000000u, j | 0x7540));
+                v[j] = float_to_int(fmaf(f - 8388608.0f, p.g[j], p.off[j]));
+            }
+        };
+        if (flags & F_FRESH_ACC) {
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const bool valid = i0 + u < n;
+                int v[4];
+                coords(pw[u], v);
+                add_fresh(sacc, acc32, flags, valid, valid ? lab[u] : 0xffffffffu, dim, wt[u], v);
+            }
+        } else if (changed) {
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                if (i0 + u >= n || old[u] == lab[u]) continue;
+                int v[4];
+                coords(pw[u], v);
+                move_point(sacc, acc32, old[u], lab[u], dim, wt[u], v);
+            }
+        }
+    }
+    __syncthreads();
+    if (acc32)
+        flush32(sacc, nslots, (u64*)p.acc);
+    else
+        flush(sacc, nslots, (u64*)p.acc);
+    block_scalars(p, inertia, movedw, 0, red);
+}
+
+// The m16n8k16 integer product needs compute capability 8.0: before it, and
+// in the PTX that newer devices compile at load time, the kernel does
+// nothing, and the load-time self-test (selfTestIMA) turns it off.
+#if __CUDA_ARCH__ >= 800
+extern "C" __global__ void __launch_bounds__(256, 4) kq_ima_p8(const Params p) { ima_body(p); }
+#else
+extern "C" __global__ void __launch_bounds__(256, 4) kq_ima_p8(const Params p) {}
+#endif
+
 // --------------------------------------------------------- generic kernel
 //
 // Any dimension, any range: one point per thread, centroids streamed through

@@ -267,9 +267,44 @@ func (L *layout) fastFits(centroids []int32) bool {
 // exact in an int32 and the padding entries (score - M = 2^23 - 1) lose to
 // every centroid.
 func (L *layout) idpFits(centroids []int32) (m int64, ok bool) {
+	if len(centroids)/max(L.dim, 1) > idpMaxK {
+		return 0, false
+	}
+	return L.gridScores(centroids, func(g, cc int64) bool {
+		a := -2 * g * cc
+		return a >= math.MinInt16 && a <= math.MaxInt16
+	})
+}
+
+// imaMaxK is the most centroids the integer tensor-core kernel (kq_ima_p8)
+// takes: it goes through them in chunks of 256, and keeps the table (36
+// bytes a centroid) and the block sums in shared memory.
+const imaMaxK = 1024
+
+// imaFits reports whether the integer tensor-core kernel is exact for
+// centroids (uncentred, k·dim), and returns the offset M of their keys: the
+// same scores and bound as idpFits, with c”_j = c_j - lo_j - 128g in
+// [-1024, 1016] (the sum of 8 signed bytes) in place of the 16-bit bound.
+// For Scale-8 RGB that is every centroid inside the grid box.
+func (L *layout) imaFits(centroids []int32) (m int64, ok bool) {
+	if len(centroids)/max(L.dim, 1) > imaMaxK {
+		return 0, false
+	}
+	return L.gridScores(centroids, func(g, cc int64) bool { return cc >= -1024 && cc <= 1016 })
+}
+
+// gridScores checks the integer kernels' common conditions for centroids
+// (uncentred, k·dim): points on an 8-bit grid with one step g on every
+// axis, coef(g, c”_j) for every centroid coordinate, d = score + g²|q~|²
+// within a uint32, and every score of a centroid and a point of the grid
+// box within [M - 2^23, M + 2^23 - 2]; it returns M.
+func (L *layout) gridScores(centroids []int32, coef func(g, cc int64) bool) (m int64, ok bool) {
 	dim := L.dim
+	if dim == 0 {
+		return 0, false
+	}
 	k := len(centroids) / dim
-	if !L.fast || L.fmt != fmtP8 || dim > 4 || k > idpMaxK || k == 0 {
+	if !L.fast || L.fmt != fmtP8 || dim > 4 || k == 0 {
 		return 0, false
 	}
 	g := L.g[0]
@@ -289,10 +324,10 @@ func (L *layout) idpFits(centroids []int32) (m int64, ok bool) {
 		var sl, sh int64
 		for j := range dim {
 			cc := int64(centroids[c*dim+j]) - L.lo[j] - 128*g
-			a := -2 * g * cc
-			if a < math.MinInt16 || a > math.MaxInt16 {
+			if !coef(g, cc) {
 				return 0, false
 			}
+			a := -2 * g * cc
 			// c''² + a·q~ is linear in q~ ∈ [-128, Q - 128]: extreme at the ends
 			t0, t1 := cc*cc-128*a, cc*cc+((L.hi[j]-L.lo[j])/g-128)*a
 			sl += min(t0, t1)
@@ -346,6 +381,71 @@ func (L *layout) idpParams(p *kparams, m int64) {
 		mask |= 0x80 << (8 * j)
 	}
 	p.Sel[0], p.Sel[1] = mask, uint32(int32(m))
+}
+
+// imaTiles returns the tiles of 8 centroids in the integer tensor-core
+// kernel's table for k centroids.
+func imaTiles(k int) int { return (k + 7) / 8 }
+
+// imaTableBytes is the size of the table of imaTiles(k) tiles.
+func imaTableBytes(k int) int { return imaTiles(k) * imaTileBytes }
+
+// imaTileBytes: per tile, 32 lanes × 2 words of bytes, then 4 × 2 biases.
+const imaTileBytes = 4 * (64 + 8)
+
+// imaTable writes the integer tensor-core kernel's table for centroids
+// (uncentred, k·dim) and offset m (imaFits) to tab (imaTableBytes(k)/4
+// words). Per tile t of 8 centroids, word pair 32t + lane (lane = 4r + q)
+// holds the bytes of groups q and q + 4 of centroid 8t + r, where group i's
+// byte j is the i-th of 8 signed bytes that add up to c”_j (c”_j =
+// c_j - lo_j - 128g; the first c”_j mod 8 groups take one more); after the
+// ntiles·32 pairs, pair 4t + q holds the biases of centroids 8t + 2q and
+// 8t + 2q + 1: 256·(|c”|² + 256g·Σ_j c”_j - m) + (c mod 256), modulo 2^32.
+// Padding centroids have zero bytes and bias MaxInt32.
+func (L *layout) imaTable(centroids []int32, m int64, tab []int32) {
+	dim := L.dim
+	k := len(centroids) / dim
+	nt := imaTiles(k)
+	g := L.g[0]
+	bias := tab[64*nt:]
+	for c := range 8 * nt {
+		t, r := c/8, c%8
+		if c >= k {
+			for q := range 4 {
+				tab[64*t+2*(4*r+q)], tab[64*t+2*(4*r+q)+1] = 0, 0
+			}
+			bias[8*t+c%8] = math.MaxInt32
+			continue
+		}
+		var groups [8]uint32
+		var norm, sum int64
+		for j := range dim {
+			cc := int64(centroids[c*dim+j]) - L.lo[j] - 128*g
+			norm += cc * cc
+			sum += cc
+			u := cc >> 3 // floor(cc / 8)
+			v := cc - 8*u
+			for i := range groups {
+				b := u
+				if int64(i) < v {
+					b++
+				}
+				groups[i] |= uint32(uint8(int8(b))) << (8 * j)
+			}
+		}
+		for q := range 4 {
+			tab[64*t+2*(4*r+q)] = int32(groups[q])
+			tab[64*t+2*(4*r+q)+1] = int32(groups[q+4])
+		}
+		bias[8*t+c%8] = int32(uint32(256*(norm+256*g*sum-m) + int64(c%256)))
+	}
+}
+
+// imaParams fills the integer tensor-core kernel's fields of p: g², the XOR
+// mask that centres the point bytes of the axes, m and -512g.
+func (L *layout) imaParams(p *kparams, m int64) {
+	L.idpParams(p, m)
+	p.Sel[2] = uint32(int32(-512 * L.g[0]))
 }
 
 // exactFloat reports whether every distance between a point and one of

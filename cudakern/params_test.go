@@ -442,3 +442,120 @@ func TestIntegerKeys(t *testing.T) {
 		t.Errorf("%d checked, %d refused: the test covers too little", tried, refused)
 	}
 }
+
+// TestIMAKeys emulates the integer tensor-core kernels (kq_ima_*) on the
+// host from their table: X = Σ over the 8 groups and 4 bytes of the point's
+// unsigned byte times the group's signed byte (int32), key = bias - 512g·X
+// modulo 2^32, the smallest key of each chunk of 256 centroids, a later
+// chunk winning only with a smaller score. Wherever imaFits accepts the
+// centroids, that names the nearest centroid (ties to the lowest index) and
+// gives its exact distance.
+func TestIMAKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	var tried, refused int
+	for it := range 300 {
+		dim := 1 + rng.IntN(4)
+		g := []int32{1, 2, 4, 8, 8, 8, 9}[rng.IntN(7)]
+		const n = 200
+		pts := &kmeans.Points{Dim: dim, Coords: make([]int32, n*dim)}
+		base := int32(rng.IntN(800)) - 400
+		span := 1 + rng.IntN(256)
+		for i := range pts.Coords {
+			pts.Coords[i] = base + g*int32(rng.IntN(span))
+		}
+		L := planLayout(pts)
+		if L.fmt != fmtP8 {
+			continue
+		}
+		lo, hi := pts.Bounds()
+		k := 1 + rng.IntN(40)
+		if it%4 == 0 {
+			k = 1 + rng.IntN(imaMaxK)
+		}
+		out := int32(rng.IntN(100))
+		if it%3 == 0 {
+			out = int32(rng.IntN(1500))
+		}
+		cent := make([]int32, k*dim)
+		for i := range cent {
+			j := i % dim
+			cent[i] = lo[j] - out + int32(rng.IntN(int(hi[j]-lo[j]+2*out+1)))
+		}
+		m, ok := L.imaFits(cent)
+		if !ok {
+			refused++
+			continue
+		}
+		tried++
+		var p kparams
+		L.imaParams(&p, m)
+		tab := make([]int32, imaTableBytes(k)/4)
+		L.imaTable(cent, m, tab)
+		nt := imaTiles(k)
+		bias := tab[64*nt:]
+		words := L.pack(pts)
+		for i := range n {
+			pw := words[i]
+			var best int32
+			var bbase int
+			for c0 := 0; c0 < 8*nt; c0 += 256 {
+				cmin := int32(math.MaxInt32)
+				for c := c0; c < min(8*nt, c0+256); c++ {
+					tl, r := c/8, c%8
+					var x int32
+					for q := range 4 {
+						for _, gw := range []int32{tab[64*tl+2*(4*r+q)], tab[64*tl+2*(4*r+q)+1]} {
+							for b := range 4 {
+								x += int32(uint8(pw>>(8*b))) * int32(int8(uint32(gw)>>(8*b)))
+							}
+						}
+					}
+					key := int32(uint32(bias[8*tl+c%8]) + uint32(x)*p.Sel[2])
+					cmin = min(cmin, key)
+				}
+				if c0 == 0 || cmin>>8 < best>>8 {
+					best, bbase = cmin, c0
+				}
+			}
+			qt := pw ^ p.Sel[0]
+			var q2 int64
+			for h := range 4 {
+				b := int64(int8(qt >> (8 * h)))
+				q2 += b * b
+			}
+			gotJ := bbase + int(best&255)
+			gotD := int64(uint32(best>>8+int32(p.Sel[1])) + uint32(p.G2)*uint32(q2))
+			wantJ, wantD := -1, int64(0)
+			x := pts.At(i)
+			for c := range k {
+				var d int64
+				for j := range dim {
+					e := int64(x[j]) - int64(cent[c*dim+j])
+					d += e * e
+				}
+				if wantJ < 0 || d < wantD {
+					wantJ, wantD = c, d
+				}
+			}
+			if gotJ != wantJ || gotD != wantD {
+				t.Fatalf("point %d: centroid %d at %d, want %d at %d (dim %d, g %d, k %d)", i, gotJ, gotD, wantJ, wantD, dim, g, k)
+			}
+		}
+	}
+	t.Logf("%d point sets checked, %d refused", tried, refused)
+	// 8-bit RGB at Scale 8 over the whole range takes the kernels for any
+	// centroids inside the box
+	rgb := &kmeans.Points{Dim: 3, Coords: []int32{0, 0, 0, 8, 8, 8, 255 * 8, 255 * 8, 255 * 8}}
+	L := planLayout(rgb)
+	cent := make([]int32, 3*imaMaxK)
+	for i := range cent {
+		cent[i] = int32(rng.IntN(255*8 + 1))
+	}
+	cent[0], cent[1], cent[2], cent[3], cent[4], cent[5] = 0, 0, 0, 2040, 2040, 2040
+	if _, ok := L.imaFits(cent); !ok {
+		t.Error("RGB centroids inside the box: imaFits refuses")
+	}
+	if tried < 50 || refused == 0 {
+		t.Errorf("%d checked, %d refused: the test covers too little", tried, refused)
+	}
+}

@@ -2,6 +2,7 @@ package cudakern
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -15,7 +16,7 @@ import (
 // tensor-core kernel on this device (the exact kernel is used instead).
 func (b *Backend) selfTest() error {
 	for _, tc := range selfTestCases() {
-		if err := b.compareWithCPU(tc.pts, tc.cent); err != nil {
+		if _, err := b.compareWithCPU(tc.pts, tc.cent, ""); err != nil {
 			return fmt.Errorf("cudakern: the tensor-core kernel failed its self-test on %s (%s): %w",
 				b.dev.Name, tc.name, err)
 		}
@@ -78,18 +79,21 @@ func selfTestCases() []selfCase {
 }
 
 // compareWithCPU runs successive Assigns on this backend (tensor-core
-// kernel allowed) and on kmeans.CPU and compares them.
-func (b *Backend) compareWithCPU(pts *kmeans.Points, sets [][]int32) error {
+// kernel allowed; variant, when not empty, forces a kernel variant as
+// KQUANT_CUDA_KERNEL does) and on kmeans.CPU and compares them. It returns
+// how many Assigns took the integer tensor-core kernel.
+func (b *Backend) compareWithCPU(pts *kmeans.Points, sets [][]int32, variant string) (ima int, err error) {
 	ctx := context.Background()
 	gs, err := b.Open(pts, kmeans.SessionOptions{MaxK: 256, Algorithm: kmeans.GEMM})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer gs.Close()
 	gs.(*session).allowFast = true
+	gs.(*session).variant = variant
 	cs, err := kmeans.CPU.Open(pts, kmeans.SessionOptions{MaxK: 256, Workers: 1, Algorithm: kmeans.Lloyd})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer cs.Close()
 	var g, c kmeans.Stats
@@ -97,22 +101,25 @@ func (b *Backend) compareWithCPU(pts *kmeans.Points, sets [][]int32) error {
 	cl := make([]int32, pts.Len())
 	for _, cent := range sets {
 		if err := gs.Assign(ctx, cent, &g); err != nil {
-			return err
+			return ima, err
 		}
 		if err := cs.Assign(ctx, cent, &c); err != nil {
-			return err
+			return ima, err
 		}
 		if err := gs.Labels(gl); err != nil {
-			return err
+			return ima, err
 		}
 		if err := cs.Labels(cl); err != nil {
-			return err
+			return ima, err
 		}
 		if err := diffStats(&g, &c, gl, cl); err != nil {
-			return fmt.Errorf("k=%d: %w", len(cent)/pts.Dim, err)
+			return ima, fmt.Errorf("k=%d (%s): %w", len(cent)/pts.Dim, info(gs).kernel, err)
+		}
+		if isIMA(info(gs).kernel) {
+			ima++
 		}
 	}
-	return nil
+	return ima, nil
 }
 
 // diffStats describes the first difference between two Assign results.
@@ -131,6 +138,54 @@ func diffStats(g, c *kmeans.Stats, gl, cl []int32) error {
 		return fmt.Errorf("counts differ")
 	case !slices.Equal(g.Sums, c.Sums):
 		return fmt.Errorf("sums differ")
+	}
+	return nil
+}
+
+// errIMAUntested keeps the integer tensor-core kernel out of the fast
+// kernels' self-test.
+var errIMAUntested = errors.New("cudakern: the integer tensor-core kernel is not tested yet")
+
+// selfTestIMA runs the integer tensor-core kernel (forced) on colours at
+// Scale 8 in 3 and 4 dimensions, with centroids anywhere in the grid box,
+// its corners included, for k from 1 to 300 (two index chunks), and
+// compares every statistic and label with the CPU backend. A device that
+// fails it (or that never ran the kernel: the PTX that newer GPUs compile
+// has it empty) keeps it off.
+func (b *Backend) selfTestIMA() error {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var used int
+	for _, dim := range []int{3, 4} {
+		n := 3000
+		pts := &kmeans.Points{Dim: dim, Coords: make([]int32, n*dim), Weights: make([]uint32, n)}
+		for i := range pts.Coords {
+			pts.Coords[i] = int32(rng.IntN(256) * kmeans.Scale)
+		}
+		for i := range pts.Weights {
+			pts.Weights[i] = uint32(rng.IntN(1000))
+		}
+		lo, hi := pts.Bounds()
+		var sets [][]int32
+		for _, k := range []int{1, 5, 16, 64, 256, 300} {
+			c := make([]int32, k*dim)
+			for i := range c {
+				j := i % dim
+				c[i] = lo[j] + rng.Int32N(hi[j]-lo[j]+1)
+				if i/dim%5 == 1 {
+					c[i] = []int32{lo[j], hi[j]}[rng.IntN(2)] // corners
+				}
+			}
+			sets = append(sets, c)
+		}
+		u, err := b.compareWithCPU(pts, sets, "ima")
+		if err != nil {
+			return fmt.Errorf("cudakern: the integer tensor-core kernel failed its self-test on %s (dim %d): %w",
+				b.dev.Name, dim, err)
+		}
+		used += u
+	}
+	if used == 0 {
+		return fmt.Errorf("cudakern: the integer tensor-core kernel was never picked in its self-test on %s", b.dev.Name)
 	}
 	return nil
 }

@@ -179,7 +179,7 @@ func (s *session) allocK(k int) error {
 	}
 	kpad := (k + 7) / 8 * 8
 	up := upHeader + 16*kpad + 16*k // fast: fragments + float4 centroids
-	up = max(up, upHeader+8*k*L.dim)
+	up = max(up, upHeader+8*k*L.dim, upHeader+imaTableBytes(k))
 	if up > s.upBytes {
 		b.free(s.dUp)
 		s.dUp = 0
@@ -419,7 +419,10 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		p.Frag = s.dUp + upHeader
 		p.Cent = s.dUp + uint64(upHeader+16*kpad)
 		idpM, idp := L.idpFits(centroids)
-		kernel = s.fastKernel(k, idp)
+		imaM, ima := L.imaFits(centroids)
+		imaSmem := imaTableBytes(k) + 8*slots
+		ima = ima && b.imaErr == nil && imaSmem <= b.smem
+		kernel = s.fastKernel(k, idp, ima)
 		smem = fastSmem
 		perIter := 8 * 32 // points per block and step with two m-tiles
 		switch kernel {
@@ -435,6 +438,18 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 			// the table takes the place of the fragments (16·kq ≤ 16·kpad)
 			L.idpTable(centroids, idpM, unsafe.Slice((*int32)(unsafe.Pointer(&s.up[upHeader])), 4*kq))
 			L.idpParams(&p, idpM)
+		case kIMAP8:
+			// 64 points per warp and step; the table takes the place of
+			// the fragments and centroids
+			perIter = 256 * 2
+			smem = imaSmem
+			tb := imaTableBytes(k)
+			if upHeader+tb > up {
+				up = upHeader + tb
+				s.grow(up)
+			}
+			L.imaTable(centroids, imaM, unsafe.Slice((*int32)(unsafe.Pointer(&s.up[upHeader])), tb/4))
+			L.imaParams(&p, imaM)
 		}
 		work = (L.n + perIter - 1) / perIter
 	} else {
@@ -557,11 +572,20 @@ const smallK = 32
 // limit (bench/cuda/NOTES.md: 0.61 against 0.65 ms at k = 256).
 const idpK = idpMaxK
 
-// fastKernel picks the exact fast kernel for k centroids: the integer one
-// when idp (idpFits) allows it and k ≤ idpK, else the scalar one for few
-// centroids, else the tensor-core one. KQUANT_CUDA_KERNEL (idp, small, m2
-// or m4) forces a variant for benchmarks and tests.
-func (s *session) fastKernel(k int, idp bool) string {
+// imaAutoMin is the least k for which Assign picks the integer tensor-core
+// kernel (up to idpK): on an H100 it ties with the integer kernel on 14.7 M
+// pixels at k = 256 and is faster on a million weighted colours, but slower
+// for k ≤ 128 and, against the fp16 tensor-core kernel, at k = 1024
+// (bench/cuda/NOTES.md, round 3).
+const imaAutoMin = 129
+
+// fastKernel picks the exact fast kernel for k centroids: the integer
+// tensor-core one when ima (imaFits, on a device that passed selfTestIMA)
+// allows it and imaAutoMin ≤ k ≤ idpK, else the integer one when idp
+// (idpFits) allows it and k ≤ idpK, else the scalar one for few centroids,
+// else the tensor-core one. KQUANT_CUDA_KERNEL (ima, idp, small, m2 or m4)
+// forces a variant for benchmarks and tests.
+func (s *session) fastKernel(k int, idp, ima bool) string {
 	p8 := s.L.fmt == fmtP8
 	pick := func(a, b string) string {
 		if p8 {
@@ -571,6 +595,10 @@ func (s *session) fastKernel(k int, idp bool) string {
 	}
 	small := s.L.dim <= 3 && k <= fastChunk
 	switch s.variant {
+	case "ima":
+		if ima {
+			return kIMAP8
+		}
 	case "idp":
 		if idp {
 			return kIDPP8
@@ -583,6 +611,9 @@ func (s *session) fastKernel(k int, idp bool) string {
 		return pick(kFastP8M2, kFastP16M2)
 	case "m4":
 		return pick(kFastP8M4, kFastP16M4)
+	}
+	if ima && k >= imaAutoMin && k <= idpK && s.variant == "" {
+		return kIMAP8
 	}
 	if idp && k <= idpK && s.variant == "" {
 		return kIDPP8
@@ -632,6 +663,9 @@ func (s *session) Farthest(m int) ([]int, error) {
 	}
 	return kmeans.Farthest(s.pts, labels, s.prev, m), nil
 }
+
+// isIMA reports whether kernel is the integer tensor-core kernel.
+func isIMA(kernel string) bool { return kernel == kIMAP8 }
 
 // sessionInfo describes the last Assign of a session (tests, benchmarks).
 type sessionInfo struct {

@@ -82,7 +82,7 @@ fi
 if has ncu && command -v ncu >/dev/null 2>&1; then
 	echo "== ncu (one steady assignment of all 14.7 M pixels of altai-5120.png; inst = warp instructions)"
 	for k in ${NCU_K:-16 256 1024}; do
-		(cd "$ROOT/cudakern" && KQUANT_CUDA_SELFTEST=0 ncu --kernel-name regex:"kq_(fast|small|idp)" --launch-skip 3 --launch-count 1 \
+		(cd "$ROOT/cudakern" && KQUANT_CUDA_SELFTEST=0 ncu --kernel-name regex:"kq_(fast|small|idp|ima)" --launch-skip 3 --launch-count 1 \
 			--metrics smsp__inst_executed.sum,gpu__time_duration.sum,sm__cycles_elapsed.avg,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
 			"$GPU/cudakern.test" -test.run '^$' -test.bench "AssignPixels/${NCU_VARIANT:-auto}/k=$k/steady" -test.benchtime 1x) >"$OUT/ncu-k.log" 2>&1
 		cat "$OUT/ncu-k.log" >>"$OUT/ncu.log"
