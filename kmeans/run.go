@@ -207,7 +207,7 @@ func (r *runner) open(pts *Points, coarse, refining bool) (stage, error) {
 	}
 	sess, err := be.Open(pts, SessionOptions{
 		MaxK: cfg.K + max(cfg.Breathe, DefaultBreathe), Algorithm: cfg.Algorithm, Update: cfg.Update, Workers: cfg.Workers,
-		Refining: refining,
+		Refining: refining, OneRun: !coarse && (refining || cfg.Init == InitGiven),
 	})
 	if err != nil {
 		return stage{}, fmt.Errorf("kmeans: %s backend: %w", be.Name(), err)
