@@ -62,7 +62,7 @@ func newAuto(s *session) *auto {
 	}
 	a := &auto{total: s.pts.TotalWeight()}
 	a.hy = kmeans.NewHybrid(kmeans.HybridConfig{
-		Key: "cuda/" + s.b.dev.Name, N: n, Dim: dim, Candidates: cands, Start: start, Why: why,
+		Key: s.b.CostKey(0), N: n, Dim: dim, Candidates: cands, Start: start, Why: why,
 		Defaults: gpuDefaults(), K: k,
 		SwitchCost: func(from, to kmeans.Algorithm, h *kmeans.Hybrid) float64 {
 			if to == kmeans.Bounds {
@@ -73,6 +73,10 @@ func newAuto(s *session) *auto {
 	})
 	return a
 }
+
+// CostKey implements kmeans.CostKeyer: the device's name (the host's
+// threads do not matter).
+func (b *Backend) CostKey(int) string { return "cuda/" + b.dev.Name }
 
 // Current returns the algorithm of the next pass.
 func (a *auto) Current() kmeans.Algorithm { return a.hy.Current() }

@@ -34,11 +34,14 @@ type Chooser interface {
 //
 // where w(a) is the distances per point a computes: k for Lloyd and GEMM,
 // the measured work of its last pass for the pruning algorithms (before
-// they ran, a prior from the weight the last pass moved). The constants
-// start from defaults; after every steady pass unit(a) is re-fitted from
-// the pass's wall time and work, and the fits are cached
-// (CalibrationPath, keyed by backend, threads and dimension, versioned)
-// for later runs. The kd-tree has no model: it is only ever measured.
+// they ran, a prior from the weight the last pass moved); a pass that
+// searches every point afresh (Hamerly's first) costs a Lloyd pass and
+// n·search(a). The constants start from defaults, or from what Calibrate
+// measured on the machine (kquant bench --calibrate), read from the cache
+// (CalibrationPath, keyed by backend, threads and dimension, versioned);
+// after every steady pass unit(a) is re-fitted from the pass's wall time
+// and work, and the fits are cached for later runs. The kd-tree has no
+// model: it is only ever measured.
 //
 // The model only proposes. The first pass runs the algorithm the caller's
 // rule picks (Start). Then, at epoch boundaries (after 2, 4, 8, 16, …
@@ -48,18 +51,20 @@ type Chooser interface {
 // about this k (the least of its last three: load only ever adds; a pruning
 // algorithm's scaled down by the fall of its modelled work since), else by
 // the model, taken at twice its value while its unit is the default one —
-// and the session moves to the one with the largest expected saving over as
-// many passes again as have run, less the one-time cost of the switch (and
+// and the session moves to the one with the largest expected saving over
+// the passes the run has left, less the one-time cost of the switch (and
 // of the way back, for a modelled one), if that saving exceeds 10 % of the
-// current cost and the one-time cost is repaid in half those passes. Every
-// move is a probe, kept only once it measures a tenth faster than the
+// current cost and the one-time cost is repaid in half those passes. The
+// passes left are extrapolated from the fall of the weight the passes
+// move, a few in a run's tail, else as many again as have run (remaining).
+// Every move is a probe, kept only once it measures a tenth faster than the
 // algorithm it left; where switching is free both ways, against a pass of
 // that one run right after it, so that both are measured at the same point
 // of the run. A pruning algorithm, whose first passes are its dearest, gets
 // up to three steady passes to get there; any other probe whose first pass
 // costs more than twice what was expected is dropped at once. Else the
 // session goes back, and the measurement stays: a candidate measured slower
-// is not again priced by the model in the session (only scaled as above). A
+// is not again priced by the model in the session, nor scaled as above. A
 // refuted model is distrusted: its estimates are scaled by the factor it
 // missed by, a refuted fitted unit scales every fitted unit (the cache they
 // came from is discredited, and Save drops them), a model-priced candidate
@@ -70,8 +75,9 @@ type Chooser interface {
 //
 // Costs are compared per pass with fresh passes counted: when the caller
 // restarts (a new k or centroid set, as breathing k-means does every few
-// passes) at rate r (the rate so far, counting one more restart to come),
-// an algorithm's expected pass is (1−r)·steady + r·fresh; the kd-tree
+// passes) at rate r (the rate so far, counting one more restart to come
+// unless the caller said there will be none: OneRun), an algorithm's
+// expected pass is (1−r)·steady + r·fresh; the kd-tree
 // pays the same for both, a pruning algorithm pays a search on a fresh
 // start. Nothing of this changes a result: every algorithm gives the
 // labels of Lloyd.
@@ -102,14 +108,29 @@ type Hybrid struct {
 	elapsed    float64               // seconds of all passes
 	probeCost  float64               // seconds probes spent beyond the algorithm they left
 	refuted    int                   // probes the measurement refuted
+	beaten     map[Algorithm]bool    // probes that measured no faster than the algorithm they left
+	trend      []float64             // the weight moved by the passes since the last restart, newest last
+	oneRun     bool                  // no restart to come
 }
 
 // Cost holds the model constants of one algorithm on one backend.
+//
+// A steady pass is modelled as Fixed + n·(PerPoint + Unit·dim·w), w the
+// distances per point; a pass that searches every point afresh (the one
+// that sets Hamerly's bounds) as a steady Lloyd pass plus n·Search.
 type Cost struct {
 	Fixed    float64 `json:"fixed_s"`     // seconds per pass
 	PerPoint float64 `json:"per_point_s"` // seconds per point
 	Unit     float64 `json:"unit_s"`      // seconds per distance and dimension
-	Samples  int     `json:"samples"`     // steady passes the unit was fitted on
+	// Search is the seconds per point that a pass searching every point
+	// afresh costs beyond a steady Lloyd pass (Hamerly's search keeps the
+	// two nearest and sets the bounds, and every point is added to the
+	// sums); 0 for none.
+	Search  float64 `json:"search_per_point_s,omitempty"`
+	Samples int     `json:"samples"` // steady passes the unit was fitted on
+	// Calibrated says that every constant was measured by Calibrate on
+	// this machine, not only the unit fitted by the sessions of Auto.
+	Calibrated bool `json:"calibrated,omitempty"`
 }
 
 // measure is what a session measured of one algorithm.
@@ -117,6 +138,7 @@ type measure struct {
 	recent   []float64 // the last steady passes' seconds, newest last (at most 3)
 	work     float64   // distances per point of the last steady pass
 	prev     float64   // and of the one before (0: none)
+	moved    float64   // the fraction of the weight moved in the last steady pass
 	k        int       // centroids of the last steady pass
 	fresh    float64   // seconds of its last pass after a restart (0: none)
 	freshK   int
@@ -160,6 +182,9 @@ type HybridConfig struct {
 	// one algorithm to another: what the first pass after the switch costs
 	// beyond a steady pass of the new one. nil means none.
 	SwitchCost func(from, to Algorithm, h *Hybrid) float64
+	// OneRun says that the caller will not restart (SessionOptions.OneRun):
+	// fresh passes are then only priced at the rate they came.
+	OneRun bool
 }
 
 // calKey is the calibration key of a session: the backend's key and the
@@ -171,12 +196,20 @@ func calKey(key string, dim int) string { return fmt.Sprintf("%s/d%d", key, dim)
 func NewHybrid(c HybridConfig) *Hybrid {
 	h := &Hybrid{key: calKey(c.Key, c.Dim), n: c.N, dim: c.Dim, cands: c.Candidates, cur: c.Start, nextEpoch: 2,
 		consts: map[Algorithm]*Cost{}, deflt: c.Defaults, meas: map[Algorithm]*measure{}, tries: map[Algorithm]int{},
-		switchCost: c.SwitchCost, moved: 1, distrust: 1, off: map[Algorithm]float64{}, loaded: map[Algorithm]int{}}
+		switchCost: c.SwitchCost, moved: 1, distrust: 1, off: map[Algorithm]float64{}, loaded: map[Algorithm]int{},
+		beaten: map[Algorithm]bool{}, oneRun: c.OneRun}
 	cached := loadCalibration(h.key)
 	for _, a := range c.Candidates {
 		v := c.Defaults[a]
 		if m, ok := cached[a]; ok && m.Unit > 0 && v.Unit > 0 {
-			v.Unit, v.Samples = clampUnit(m.Unit, c.Defaults[a].Unit), max(m.Samples, 1)
+			d := c.Defaults[a]
+			v.Unit, v.Samples = clampUnit(m.Unit, d.Unit, fitRange), max(m.Samples, 1)
+			if m.Calibrated {
+				v.Unit = clampUnit(m.Unit, d.Unit, calRange)
+				v.Fixed, v.PerPoint = clampCost(m.Fixed, d.Fixed), clampCost(m.PerPoint, d.PerPoint)
+				v.Search = clampCost(m.Search, d.Search)
+				v.Calibrated = true
+			}
 			h.loaded[a] = v.Samples
 		}
 		h.consts[a] = &v
@@ -208,19 +241,32 @@ func NewHybrid(c HybridConfig) *Hybrid {
 // within fitRange times the default either way: a pass slowed by other
 // work on the machine, or a pruning pass whose per-point overhead
 // outweighs its few distances, must not teach the model a cost that rules
-// an algorithm out for good.
+// an algorithm out for good. Calibrate's fits, made for the purpose on
+// passes chosen to separate the constants, are taken within calRange
+// times the defaults (on the 2-core machine of bench/README.md, under
+// load, they came out 1.1–7 times the defaults, which are one idle core's).
 const (
 	minFitPoints = 1 << 14
 	fitRange     = 4
+	calRange     = 16
 )
 
-// clampUnit bounds a cached per-distance cost to fitRange times the
-// default d either way.
-func clampUnit(u, d float64) float64 {
+// clampUnit bounds a cached per-distance cost to r times the default d
+// either way.
+func clampUnit(u, d, r float64) float64 {
 	if d <= 0 {
 		return u
 	}
-	return min(max(u, d/fitRange), d*fitRange)
+	return min(max(u, d/r), d*r)
+}
+
+// clampCost bounds a calibrated fixed, per-point or search cost to
+// [0, calRange·d] (a fit may find none where the default has some).
+func clampCost(v, d float64) float64 {
+	if d <= 0 {
+		return max(v, 0)
+	}
+	return min(max(v, 0), d*calRange)
 }
 
 // Current returns the algorithm of the next pass.
@@ -261,22 +307,27 @@ func (h *Hybrid) Predict(a Algorithm, k int, w float64) float64 {
 // few moves mean centroids that hardly drift, so bounds hold and walks stop
 // early.
 //
-// When the other pruning algorithm ran lately, its measured work is the
-// better guide: Wu and Hong's walk computes about 1.5 times the distances
-// of the bounds' searches on the seeds' data (bench/README.md).
+// When the bounds ran lately, their measured work is the better guide to
+// Wu and Hong's walk: it computes about 1.5 times the distances of the
+// bounds' searches on the seeds' data (bench/README.md). Not the other
+// way: on overlapping clusters the walk stays long while the bounds skip
+// most points (σ² = 0.1, d = 8: 8 distances a point against 1–2).
 func (h *Hybrid) prior(a Algorithm, k int) float64 {
+	if m := h.meas[Bounds]; a == WuHong && m != nil && m.k == k && m.work > 0 {
+		return math.Min(float64(k), 1.5*m.work+1)
+	}
+	return movedWork(a, k, h.moved)
+}
+
+// movedWork is the prior's distances per point of algorithm a at k
+// centroids when the last pass moved the fraction moved of the weight.
+func movedWork(a Algorithm, k int, moved float64) float64 {
 	kf := float64(k)
 	switch a {
 	case Bounds:
-		if m := h.meas[WuHong]; m != nil && m.k == k && m.work > 0 {
-			return math.Max(1, m.work/1.5)
-		}
-		return 1 + (kf-1)*math.Min(1, 3*h.moved+0.02)
+		return 1 + (kf-1)*math.Min(1, 3*moved+0.02)
 	case WuHong:
-		if m := h.meas[Bounds]; m != nil && m.k == k && m.work > 0 {
-			return math.Min(kf, 1.5*m.work+1)
-		}
-		return 1 + (kf-1)*math.Min(1, 0.3+2*h.moved)
+		return 1 + (kf-1)*math.Min(1, 0.3+2*moved)
 	}
 	return kf
 }
@@ -315,27 +366,45 @@ func (h *Hybrid) model(a Algorithm) float64 {
 	return t
 }
 
-// FullPass returns the expected seconds of a pass that computes every
-// distance at the current k: a measured Lloyd pass if there is one, else
-// the pass into Bounds that set its bounds, else the model.
+// FullPass returns the expected seconds of a steady pass that computes
+// every distance at the current k: a measured Lloyd pass if there is one,
+// else the pass into Bounds that set its bounds (less what its search
+// costs beyond Lloyd's), else the model.
 func (h *Hybrid) FullPass() float64 {
 	if m := h.meas[Lloyd]; m != nil && len(m.recent) > 0 && near(m.k, h.k) {
 		return m.steady() * float64(h.k) / float64(m.k)
 	}
 	if m := h.meas[Bounds]; m != nil && m.switchIn > 0 && near(m.switchK, h.k) {
-		return m.switchIn
+		return math.Max(m.switchIn-h.searchExtra(Bounds), m.switchIn/2)
 	}
 	return h.model(Lloyd)
 }
 
 // SearchPass returns the expected seconds of a pass of pruning algorithm
-// a that searches every point (into Bounds: to set the bounds): its last
-// such pass if it was measured at about this k, else FullPass.
+// a that searches every point afresh (into Bounds: to set the bounds):
+// its last such pass if it was measured at about this k, else FullPass
+// and what the model says the search costs beyond it.
 func (h *Hybrid) SearchPass(a Algorithm) float64 {
 	if m := h.meas[a]; m != nil && m.switchIn > 0 && near(m.switchK, h.k) {
 		return m.switchIn
 	}
-	return h.FullPass()
+	return h.FullPass() + h.searchExtra(a)
+}
+
+// searchExtra returns the modelled seconds that a pass of a searching
+// every point afresh costs beyond a steady Lloyd pass: n·Search, doubled
+// unless Calibrate measured it on this machine (as model doubles a
+// default unit).
+func (h *Hybrid) searchExtra(a Algorithm) float64 {
+	c := h.consts[a]
+	if c == nil || c.Search <= 0 {
+		return 0
+	}
+	t := float64(h.n) * c.Search
+	if !c.Calibrated {
+		t *= 2
+	}
+	return t
 }
 
 // near says whether a measurement at k0 centroids may stand for k.
@@ -349,13 +418,22 @@ func (h *Hybrid) steadyCost(a Algorithm) (float64, bool) {
 		if m.k != h.k && (a == Lloyd || a == GEMM) {
 			t *= float64(h.k) / float64(m.k)
 		}
-		if (a == Bounds || a == WuHong) && m.work > 0 {
+		if (a == Bounds || a == WuHong) && m.work > 0 && !h.beaten[a] {
 			// measured when more of the weight moved (earlier in the run,
 			// or in the pass that just ran, while it settles): its passes
-			// now cost less, by as much as the model's work falls (the
-			// model's units cancel out)
-			if w := h.prior(a, h.k); w < m.work {
-				t *= h.Predict(a, h.k, w) / h.Predict(a, h.k, m.work)
+			// now cost less, its work falling by as much as the prior's
+			// from the weight that moved then to the weight that moves
+			// now (the model's units cancel out, and so does the prior's
+			// bias: on overlapping clusters Wu and Hong's walk stays near
+			// k however few points move), and not below the prior itself;
+			// not once a probe of it measured no faster than the
+			// algorithm it left (it was then measured settled, and the
+			// prior cannot tell better)
+			if then, now := movedWork(a, h.k, m.moved), movedWork(a, h.k, h.moved); now < then {
+				w := math.Max(m.work*now/then, h.prior(a, h.k))
+				if w < m.work {
+					t *= h.Predict(a, h.k, w) / h.Predict(a, h.k, m.work)
+				}
 			}
 		}
 		return t, true
@@ -378,7 +456,7 @@ func (h *Hybrid) freshCost(a Algorithm, st float64) float64 {
 	case m != nil && m.switchIn > 0 && near(m.switchK, h.k):
 		return m.switchIn
 	}
-	return math.Max(st, h.FullPass())
+	return math.Max(st, h.SearchPass(a))
 }
 
 // expected returns the expected seconds of a pass of a, fresh passes
@@ -397,8 +475,13 @@ func (h *Hybrid) withFresh(a Algorithm, st float64) float64 {
 	// The rate of restarts so far, counting one more to come: a session
 	// that has not restarted yet may still (breathing starts afresh after
 	// the first run), and an algorithm that only wins between restarts
-	// must win by enough to pay for one.
-	r := float64(h.restarts+1) / float64(h.passes+1)
+	// must win by enough to pay for one; unless the caller said there
+	// will be none.
+	more := 1.0
+	if h.oneRun {
+		more = 0
+	}
+	r := (float64(h.restarts) + more) / float64(h.passes+1)
 	return (1-r)*st + r*h.freshCost(a, st)
 }
 
@@ -428,6 +511,14 @@ func (h *Hybrid) Observe(d time.Duration, work uint64, k int, fresh bool, moved 
 	h.passes++
 	h.elapsed += secs
 	h.k, h.moved = k, moved
+	if restart {
+		h.trend = h.trend[:0] // a restart's pass moves everything
+	} else {
+		if len(h.trend) == trendLen {
+			h.trend = h.trend[1:]
+		}
+		h.trend = append(h.trend, moved)
+	}
 	m := h.measure(h.cur)
 	if fresh {
 		switch {
@@ -448,7 +539,7 @@ func (h *Hybrid) Observe(d time.Duration, work uint64, k int, fresh bool, moved 
 	if len(m.recent) > 3 {
 		m.recent = m.recent[1:]
 	}
-	m.prev, m.work, m.k = m.work, w, k
+	m.prev, m.work, m.k, m.moved = m.work, w, k, moved
 	if len(m.recent) == 1 {
 		m.prev = 0
 	}
@@ -525,6 +616,7 @@ func (h *Hybrid) judge(secs float64) Algorithm {
 	if tr.predicted > 0 {
 		h.refute(tr.best / tr.predicted)
 	}
+	h.beaten[h.cur] = true
 	h.cur, h.trial = tr.from, nil
 	return h.cur
 }
@@ -558,6 +650,7 @@ func (h *Hybrid) paired(secs float64) Algorithm {
 		return h.cur
 	}
 	h.why = append(h.why, fmt.Sprintf("%s measured %s, not a tenth faster than %s's %s, the pass after: back to %s", cand, h.pass(cand, tr.pairSecs), from, ms(f), from))
+	h.beaten[cand] = true
 	return h.cur
 }
 
@@ -592,8 +685,52 @@ func (h *Hybrid) abandon(secs float64) Algorithm {
 	if tr.predicted > 0 {
 		h.refute(secs / expect)
 	}
+	h.beaten[h.cur] = true
 	h.cur, h.trial = tr.from, nil
 	return h.cur
+}
+
+// The passes a run has left are guessed from the weight its passes move.
+const (
+	// trendLen is the passes whose moved weight the guess extrapolates.
+	trendLen = 5
+	// tailMoved is the fraction of the weight moved by a pass below which
+	// a run is in its tail, and tailPasses the passes it is then expected
+	// to last: on the seeds' sets of bench/README.md the tails (a few
+	// tens of points moving, to and fro) lasted 1 to 25 passes, which the
+	// moved weight does not foretell (d = 8, k = 16, σ² = 0.01: 12 passes
+	// of 8 to 50 points of 30 000, then the end).
+	tailMoved  = 0.005
+	tailPasses = 4
+)
+
+// remaining returns how many more passes the run is expected to last,
+// against which decide weighs a switch's one-time cost. While the weight
+// that passes move falls, by a factor q a pass over the last ones, the
+// run lasts until it falls below a point: ln(moved·n)/ln(1/q) passes
+// (Lloyd runs converge about geometrically until their tail; from a
+// random start at d = 8, σ² = 0.1 this foretold 20 passes after the
+// sixth, of 25). In the tail (tailMoved), tailPasses at most. Else, or too soon
+// after a restart to tell, as many passes again as have run (the
+// median of a length that is as likely as not to be past its middle).
+func (h *Hybrid) remaining() float64 {
+	steady := float64(h.steady)
+	tr := h.trend
+	if len(tr) == 0 {
+		return steady
+	}
+	m := tr[len(tr)-1]
+	if m < tailMoved {
+		return math.Min(steady, tailPasses)
+	}
+	if len(tr) < 3 || tr[0] <= 0 {
+		return steady
+	}
+	q := math.Pow(m/tr[0], 1/float64(len(tr)-1))
+	if q >= 0.95 {
+		return steady // not falling: no telling
+	}
+	return math.Max(1, math.Log(m*float64(h.n))/-math.Log(q))
 }
 
 // decide costs every candidate at an epoch boundary and moves to the one
@@ -603,7 +740,7 @@ func (h *Hybrid) decide() Algorithm {
 	if math.IsInf(cur, 1) {
 		return h.cur
 	}
-	remaining := float64(h.steady) // as many passes again as have run
+	remaining := h.remaining()
 	best, bestGain := h.cur, 0.1*cur*remaining
 	var bestEst float64
 	bestModelled := false
@@ -620,7 +757,7 @@ func (h *Hybrid) decide() Algorithm {
 		}
 		// A switch that may have to be undone pays its way back too; and
 		// it must pay for itself in half the passes to come, which are a
-		// guess (a run may end soon after).
+		// guess (remaining).
 		once := h.cost(h.cur, a)
 		if !measured {
 			once += h.cost(a, h.cur)
@@ -663,10 +800,15 @@ func (h *Hybrid) cost(from, to Algorithm) float64 {
 
 func ms(s float64) string { return fmt.Sprintf("%.3g ms", s*1e3) }
 
+// refuteTol is how far a probe must find a cached fit optimistic for Save
+// to drop it: a model within a quarter of the measured pass is noise, not
+// a wrong calibration.
+const refuteTol = 1.25
+
 // Save adds the session's fitted constants to the calibration cache, and
-// drops the cached fits that a probe refuted and this session did not fit
-// again: those of a refuted algorithm, and every one when a refuted fit
-// discredited the cache.
+// drops the cached fits that a probe refuted (by more than refuteTol) and
+// this session did not fit again: those of a refuted algorithm, and every
+// one when a refuted fit discredited the cache.
 func (h *Hybrid) Save() {
 	fits := map[Algorithm]Cost{}
 	var drop []Algorithm
@@ -675,13 +817,30 @@ func (h *Hybrid) Save() {
 		switch {
 		case refitted:
 			fits[a] = *c
-		case h.loaded[a] > 0 && (h.off[a] > 1 || h.distrust > 1):
+		case h.loaded[a] > 0 && (h.off[a] > refuteTol || h.distrust > refuteTol):
 			drop = append(drop, a)
 		}
 	}
 	if len(fits) > 0 || len(drop) > 0 {
 		saveCalibration(h.key, fits, drop)
 	}
+}
+
+// A CostKeyer is a Backend whose Auto keeps its cost constants in the
+// calibration cache (CalibrationPath). CostKey returns the key of its
+// sessions on the given CPU threads (0: GOMAXPROCS); the cache adds the
+// dimension.
+type CostKeyer interface {
+	CostKey(workers int) string
+}
+
+// CostKey implements CostKeyer: the architecture and the threads, as in
+// "cpu/amd64/8".
+func (cpuBackend) CostKey(workers int) string {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	return fmt.Sprintf("cpu/%s/%d", runtime.GOARCH, workers)
 }
 
 // CalibrationPath returns the file where Auto keeps the cost constants it
@@ -707,9 +866,9 @@ var calMu sync.Mutex
 // calibrationVersion is the version of the calibration file's format and
 // of the meaning of its fits; a file of any other version (or none, as
 // the first format had) is ignored and replaced on the next save, so fits
-// made under other rules (another model, keys without the dimension) are
-// dropped rather than misread.
-const calibrationVersion = 2
+// made under other rules (another model, keys without the dimension,
+// version 2's fits of the unit alone) are dropped rather than misread.
+const calibrationVersion = 3
 
 type calibrationFile struct {
 	Version int                           `json:"version"`
@@ -763,29 +922,52 @@ func saveCalibration(key string, fits map[Algorithm]Cost, drop []Algorithm) {
 	if len(all[key]) == 0 {
 		delete(all, key)
 	}
-	b, err := json.MarshalIndent(calibrationFile{Version: calibrationVersion, Fits: all}, "", "  ")
+	writeCalibrationFile(path, all) // a cache that cannot be written is left as it is
+}
+
+// writeCalibrationFile writes the fits as the calibration file at path: to a
+// temporary file in its directory, then renamed over it, so that a reader
+// (another kquant) sees the old file or the new one, never a part.
+func writeCalibrationFile(path string, fits map[string]map[Algorithm]Cost) error {
+	b, err := json.MarshalIndent(calibrationFile{Version: calibrationVersion, Fits: fits}, "", "  ")
 	if err != nil {
-		return
+		return err
 	}
-	if os.MkdirAll(filepath.Dir(path), 0o755) != nil {
-		return
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if os.WriteFile(tmp, b, 0o644) == nil {
-		os.Rename(tmp, path)
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
 	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // cpuDefaults are the CPU's cost constants before any measurement, per
 // thread (divided by the threads a session uses): Lloyd's scan of the
 // centroids, GEMM's blocked products, Hamerly's test and search, Wu and
-// Hong's walk (with its ICD/RID per pass). Measured on an AMD EPYC core.
+// Hong's walk (with its ICD/RID per pass). Measured on an AMD EPYC core;
+// Hamerly's search of every point afresh, 60–130 ns a point beyond a Lloyd
+// pass (d = 3…32, k = 16…256), on the 2-core machine of bench/README.md.
 func cpuDefaults(threads int) map[Algorithm]Cost {
 	t := float64(max(threads, 1))
 	return map[Algorithm]Cost{
 		Lloyd:  {Fixed: 20e-6, PerPoint: 2e-9 / t, Unit: 0.45e-9 / t},
 		GEMM:   {Fixed: 20e-6, PerPoint: 2e-9 / t, Unit: 0.55e-9 / t},
-		Bounds: {Fixed: 40e-6, PerPoint: 4e-9 / t, Unit: 0.9e-9 / t},
+		Bounds: {Fixed: 40e-6, PerPoint: 4e-9 / t, Unit: 0.9e-9 / t, Search: 80e-9 / t},
 		WuHong: {Fixed: 40e-6, PerPoint: 4e-9 / t, Unit: 0.8e-9 / t},
 		KDTree: {Fixed: 20e-6},
 	}
@@ -797,6 +979,130 @@ func cpuDefaults(threads int) map[Algorithm]Cost {
 // (bench/README.md: d = 8, 2–3× over the best per-point algorithm at
 // σ² = 0.001), and where it does not, its passes are measured and left.
 const autoTreeDim = 8
+
+// The kd-tree above autoTreeDim: its boxes still separate clusters that
+// are tight against their distances (bench/README.md: d = 32, σ² = 0.001,
+// its passes twice as fast as the bounds'), and do not otherwise (σ² ≥
+// 0.01: 2.5–6 times slower). Which of the two a run is in depends on the
+// centroids as much as on the points, so Auto tells them apart at its
+// first pass, with its centroids, by a pass of the tree and one of Lloyd
+// over a sample, and weighs the tree's build, which that pass pays.
+const (
+	// treeProbeMin is the fewest points for which Auto probes: below, a
+	// whole run costs little more than the probe.
+	treeProbeMin = 8192
+	// treeProbeRatio is the largest measured ratio of the kd-tree's pass
+	// and build to Lloyd's pass on the sample for which Auto takes the
+	// tree: its first pass, built, must cost at most half a per-point
+	// first pass. The pass alone, on the seeds' sets from the bench's
+	// random starts, n = 30 000, d = 32, k = 32 and 128: 0.22–0.38 at
+	// σ² = 0.001 (where the tree's passes win), 0.6–0.8 at σ² = 0.01 and
+	// 1.0–1.3 at σ² ≥ 0.05 (where they lose). The build adds about
+	// treeBuildShare: 2.8 Lloyd passes at k = 32 there (a 30 000-point
+	// 32-D tree takes 37–43 ms, a Lloyd pass 13), so the tree is taken at
+	// large k only, where a pass costs far more than the build.
+	treeProbeRatio = 0.5
+)
+
+// treeBuildCost is what building the kd-tree costs per point and level,
+// in distances (of the same dimension) of a Lloyd pass: 30 000 points in
+// 8 and 32 dimensions took 8–16 and 37–43 ms on the machine of
+// bench/README.md, Lloyd 0.37–0.45 ns per distance and dimension.
+const treeBuildCost = 9
+
+// treeBuildShare estimates how many Lloyd passes at k centroids building
+// the kd-tree over n points costs, from treeBuildCost.
+func treeBuildShare(n, k int) float64 {
+	return treeBuildCost * math.Max(1, math.Log2(float64(n)/leafSize)) / float64(k)
+}
+
+// treeProbe returns how long a pass of the kd-tree takes against a pass of
+// Lloyd, for centroids cent, both on a sample of pts (n/16 of its points,
+// evenly spaced, at least 1 024 and at most 4 096; Lloyd on a quarter of
+// them, scaled), on one thread; and how long building the whole tree takes against that Lloyd
+// pass (the sample's build, scaled by n·depth); the pass +Inf, not
+// measured, where the build alone is more than treeProbeRatio. Where the
+// first try says the tree (pass and build within treeProbeRatio), two
+// more confirm it, the least of the three taken (load only ever adds, and
+// a pass of another program in one of them must not make the tree look
+// fast); a no stands. 0, 0 when pts are too few to tell. It costs two
+// builds of the sample's tree (each a sixteenth of the whole one), a
+// sixty-fourth of a Lloyd pass, and r/16 of one (r the first result) per
+// try of the tree.
+func treeProbe(pts *Points, cent []int32) (pass, build float64) {
+	n, dim := pts.Len(), pts.Dim
+	if n < treeProbeMin || len(cent) < 2*dim {
+		return 0, 0
+	}
+	k := len(cent) / dim
+	m := min(max(n/16, 1024), 4096)
+	step := n / m
+	sub := &Points{Dim: dim, Coords: make([]int32, 0, m*dim)}
+	if pts.Weights != nil {
+		sub.Weights = make([]uint32, 0, m)
+	}
+	for i := 0; i < n && sub.Len() < m; i += step {
+		sub.Coords = append(sub.Coords, pts.At(i)...)
+		if pts.Weights != nil {
+			sub.Weights = append(sub.Weights, pts.Weights[i])
+		}
+	}
+	m = sub.Len()
+	q := m / 4
+	quarter := &Points{Dim: dim, Coords: sub.Coords[:q*dim]}
+	if sub.Weights != nil {
+		quarter.Weights = sub.Weights[:q]
+	}
+	var tree *treeSession
+	tb := math.Inf(1)
+	for range 2 { // the sample's build is short: the lesser of two
+		t0 := time.Now()
+		tree = newTreeSession(sub, 1)
+		tb = math.Min(tb, time.Since(t0).Seconds())
+	}
+	defer tree.Close()
+	ls, err := CPU.Open(quarter, SessionOptions{Algorithm: Lloyd, MaxK: k, Workers: 1})
+	if err != nil {
+		return 0, 0
+	}
+	defer ls.Close()
+	lloyd := ls.(*cpuSession)
+	// The whole tree's build, per sample's worth of points: a build costs
+	// about n·depth.
+	depth := func(n int) float64 { return math.Max(1, math.Log2(float64(n)/leafSize)) }
+	tb *= depth(n) / depth(m)
+	var st Stats
+	tt, tl := math.Inf(1), math.Inf(1)
+	for try := 0; try < 3; try++ {
+		lloyd.valid = false // a fresh pass
+		t0 := time.Now()
+		if lloyd.Assign(context.Background(), cent, &st) != nil {
+			return 0, 0
+		}
+		tl = math.Min(tl, time.Since(t0).Seconds()*float64(m)/float64(q))
+		if try == 0 && tb > treeProbeRatio*tl && treeProbeClock == nil {
+			return math.Inf(1), tb / tl // the build alone costs too much
+		}
+		if try > 0 && tt+tb > treeProbeRatio*tl {
+			break // no: a second try would only confirm it
+		}
+		tree.valid = false
+		t0 = time.Now()
+		if tree.Assign(context.Background(), cent, &st) != nil {
+			return 0, 0
+		}
+		tt = math.Min(tt, time.Since(t0).Seconds())
+	}
+	if treeProbeClock != nil {
+		tt, tb, tl = treeProbeClock(tt, tb, tl)
+	}
+	return tt / tl, tb / tl
+}
+
+// treeProbeClock, when set (tests), replaces the seconds treeProbe
+// measured of the tree's pass, its build (scaled to the whole tree, per
+// sample's worth of points) and Lloyd's pass.
+var treeProbeClock func(tree, build, lloyd float64) (float64, float64, float64)
 
 // autoSession is the CPU backend's Auto: a Hybrid over the kd-tree (in few
 // dimensions, with the default update) and the per-point algorithms.
@@ -824,6 +1130,7 @@ type autoSession struct {
 	rebased bool
 	ppStale bool // a Rebase went by while pp was not the current session
 	trStale bool // or while the tree was not
+	probe   bool // the first pass probes the kd-tree (treeProbe)
 	total   uint64
 	a, b    []int32 // label buffers for a switch
 	passes  int
@@ -868,7 +1175,8 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 	cands := []Algorithm{Bounds, WuHong, Lloyd, GEMM}
 	var start Algorithm
 	var why string
-	if opt.Update == UpdateAuto && dim <= autoTreeDim {
+	switch {
+	case opt.Update == UpdateAuto && dim <= autoTreeDim:
 		cands = append([]Algorithm{KDTree}, cands...)
 		start = KDTree
 		why = fmt.Sprintf("dimension %d ≤ %d: the kd-tree's filtering assigns whole boxes, far fewer tests than n·k distances; its passes are measured", dim, autoTreeDim)
@@ -876,16 +1184,25 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 			start = Bounds
 			why = fmt.Sprintf("refining centroids that converged on a reduced set, k ≤ %d: a few passes, the first a bounded search of every point, cost less than building the kd-tree", refineBoundsK)
 		}
-	} else {
+	default:
 		start = "" // the model's choice
 		why = fmt.Sprintf("dimension %d: ", dim)
 		if opt.Update != UpdateAuto && dim <= autoTreeDim {
 			why = fmt.Sprintf("update %q rules out the kd-tree (it sums whole nodes); ", opt.Update)
 		}
+		// Above autoTreeDim the first pass probes the tree on a sample,
+		// unless its build alone would cost too much.
+		if opt.Update == UpdateAuto && !opt.Refining && n >= treeProbeMin {
+			if b := treeBuildShare(n, max(opt.MaxK, 1)); b <= 2*treeProbeRatio {
+				s.probe = true
+			} else {
+				why += fmt.Sprintf("a kd-tree's build would cost about %.1f Lloyd passes; ", b)
+			}
+		}
 	}
 	s.hy = NewHybrid(HybridConfig{
-		Key: fmt.Sprintf("cpu/%s/%d", runtime.GOARCH, workers), N: n, Dim: dim,
-		Candidates: cands, Start: start, Why: why, Defaults: cpuDefaults(workers), K: max(opt.MaxK, 1),
+		Key: CPU.(CostKeyer).CostKey(workers), N: n, Dim: dim,
+		Candidates: cands, Start: start, Why: why, Defaults: cpuDefaults(workers), K: max(opt.MaxK, 1), OneRun: opt.OneRun,
 		SwitchCost: func(from, to Algorithm, h *Hybrid) float64 {
 			// what the first pass after the switch costs beyond a steady one
 			full := h.FullPass()
@@ -913,6 +1230,30 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 		return nil, err
 	}
 	return s, nil
+}
+
+// probeTree decides, before the first pass of a session in more than
+// autoTreeDim dimensions, between the kd-tree and the model's choice, by
+// treeProbe with the pass's centroids. Taken, the tree is built within
+// the pass (its time counts) and measured from then on like any other
+// algorithm; else it is no candidate.
+func (s *autoSession) probeTree(centroids []int32) {
+	s.probe = false
+	h := s.hy
+	r, b := treeProbe(s.pts, centroids)
+	if r > 0 && r+b <= treeProbeRatio {
+		h.why = []string{fmt.Sprintf("%s: dimension %d > %d, but a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more (≤ %.2f): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
+			KDTree, s.pts.Dim, autoTreeDim, r, b, treeProbeRatio, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
+		h.cur = KDTree
+		h.cands = append([]Algorithm{KDTree}, h.cands...)
+		return
+	}
+	switch {
+	case math.IsInf(r, 1):
+		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f of a Lloyd pass (> %.2f)", b, treeProbeRatio)
+	case r > 0:
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more (> %.2f)", r, b, treeProbeRatio)
+	}
 }
 
 // ppResumes says whether a switch into per-point algorithm a finds the
@@ -964,6 +1305,9 @@ func (s *autoSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 	k := len(centroids) / max(s.pts.Dim, 1)
 	prev, prevAlgo := s.cur, s.curAlgo
 	first := s.k == 0
+	if first && s.probe {
+		s.probeTree(centroids)
+	}
 	want := s.hy.Current()
 	if autoSchedule != nil {
 		want = autoSchedule(s.passes)

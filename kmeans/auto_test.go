@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,8 +16,119 @@ import (
 	"time"
 )
 
+// TestAutoTreeAboveTreeDim: above autoTreeDim, Auto takes the kd-tree
+// for its first pass exactly when the probe measures the tree's pass on a
+// sample and its build at most treeProbeRatio of Lloyd's pass, and
+// measures it from then on; either way the result is Lloyd's. It does not
+// probe where the build alone would cost more than twice that. The
+// probe's times are injected for the decisions; measured, its build weighs
+// less against a Lloyd pass at large k.
+func TestAutoTreeAboveTreeDim(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	p := Synthetic(treeProbeMin, 16, 64, 0.0005, 3)
+	const k = 128 // the build ≈ 0.5 Lloyd passes: probed
+	start := randomStart(p, k, 1)
+	run := func(algo Algorithm, k int, start []int32) *Model {
+		m, err := Run(context.Background(), p, Config{K: k, Init: InitGiven, Centroids: start, MaxIter: 12, Tol: -1, Workers: 1, Algorithm: algo}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	want := run(Lloyd, k, start)
+	for _, tc := range []struct {
+		pass, build float64
+		tree        bool
+	}{{0.1, 0.1, true}, {0.25, treeProbeRatio - 0.25, true}, {0.1, 0.5, false}, {0.6, 0, false}, {2, 0.1, false}} {
+		probes := 0
+		treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
+			probes++
+			return tc.pass * lloyd, tc.build * lloyd, lloyd
+		}
+		m := run(Auto, k, start)
+		treeProbeClock = nil
+		if probes != 1 {
+			t.Errorf("%+v: %d probes", tc, probes)
+		}
+		if got := strings.HasPrefix(m.Why, "kdtree: dimension 16 > 8"); got != tc.tree {
+			t.Errorf("%+v: %s", tc, m.Why)
+		}
+		if !tc.tree && strings.Contains(m.Why, "kdtree") && !strings.Contains(m.Why, "a kd-tree pass over a sample took") {
+			t.Errorf("%+v: the kd-tree was a candidate: %s", tc, m.Why)
+		}
+		if d := sameModel(m, want); d != "" {
+			t.Errorf("%+v: %s", tc, d)
+		}
+	}
+	// At k = 16 the build would cost 3 Lloyd passes: no probe.
+	probes := 0
+	treeProbeClock = func(a, b, c float64) (float64, float64, float64) { probes++; return a, b, c }
+	m := run(Auto, 16, start[:16*16])
+	treeProbeClock = nil
+	if probes != 0 || !strings.Contains(m.Why, "a kd-tree's build would cost about") {
+		t.Errorf("k = 16: %d probes: %s", probes, m.Why)
+	}
+	// Measured: the build's share of a Lloyd pass falls with k; a probe
+	// where the build alone is too dear does not time the tree's pass.
+	r256, b256 := treeProbe(p, randomStart(p, 256, 1))
+	r16, b16 := treeProbe(p, start[:16*16])
+	if !(r256 > 0 && !math.IsInf(r256, 1) && b256 > 0 && b256 < b16/2) {
+		t.Errorf("probe at k = 256: pass %.3f, build %.3f; at k = 16: build %.3f", r256, b256, b16)
+	}
+	if b16 > treeProbeRatio && !math.IsInf(r16, 1) {
+		t.Errorf("probe at k = 16: pass %.3f timed although the build is %.3f", r16, b16)
+	}
+	// Too few points: no probe, no kd-tree.
+	small := Synthetic(treeProbeMin/2, 16, 16, 0.001, 3)
+	if r, b := treeProbe(small, randomStart(small, 16, 1)); r != 0 || b != 0 {
+		t.Errorf("probe of %d points: %g, %g", small.Len(), r, b)
+	}
+}
+
+// TestAutoLateSwitchRepaid: on 8-D clusters where the kd-tree's passes are
+// measured slower than the bounds' steady passes would be, but the
+// bounds' first pass, a search of every point, costs what several passes
+// of the tree do, Auto does not leave the tree in a run too short to
+// repay it (bench/README.md: d = 8, k = 16, σ² = 0.01, where a late
+// switch to the bounds cost 1.3–1.5 times the tree's run). Pass times are
+// injected, as on a loaded machine: the tree 0.75 ms a pass (2 ms its
+// first), the bounds 0.4 ms (4.4 ms their search), Lloyd and GEMM 2.2
+// and 2 ms, Wu and Hong 1.5 ms (4.4 ms their first).
+func TestAutoLateSwitchRepaid(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	p := Synthetic(30000, 8, 16, 0.01, 1)
+	start := randomStart(p, 16, 1)
+	us := map[Algorithm][2]int{KDTree: {750, 2000}, Bounds: {400, 4400}, WuHong: {1500, 4400}, Lloyd: {2200, 2200}, GEMM: {2000, 2000}}
+	var total time.Duration
+	passes := map[Algorithm]int{}
+	autoClock = func(a Algorithm, k int, fresh bool, _ time.Duration) time.Duration {
+		d := time.Duration(us[a][0]) * time.Microsecond
+		if fresh {
+			d = time.Duration(us[a][1]) * time.Microsecond
+		}
+		total += d
+		passes[a]++
+		return d
+	}
+	defer func() { autoClock = nil }()
+	m, err := Run(context.Background(), p, Config{K: 16, Init: InitGiven, Centroids: start, MaxIter: 30, Tol: -1, Workers: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range passes {
+		n += c
+	}
+	tree := 2*time.Millisecond + time.Duration(n-1)*750*time.Microsecond
+	t.Logf("%d passes %v: %v, the tree alone %v: %s", n, passes, total, tree, m.Why)
+	if float64(total) > 1.1*float64(tree) {
+		t.Errorf("%v against the tree's %v", total, tree)
+	}
+}
+
 // TestAutoSwitchesKeepStats forces Auto through every algorithm, switching
-// at every pass in a fixed rotation (into and out of the kd-tree, into
+// at every pass in a fixed rotation (into and out of the kd-tree, in 3-D
+// and in 9-D where Auto takes the tree only on its probe's word, into
 // Bounds from each of the others, back into the per-point session after
 // kd-tree passes), and checks that the model and every
 // iteration's inertia and moved weight equal plain Lloyd's.
@@ -47,9 +159,6 @@ func TestAutoSwitchesKeepStats(t *testing.T) {
 			// was left (the bounds kept across one and two tree passes)
 			{Bounds, Bounds, KDTree, Bounds, Bounds, KDTree, KDTree, Bounds, WuHong, KDTree, WuHong, Lloyd},
 		} {
-			if tc.dim > autoTreeDim {
-				rot = slices.DeleteFunc(slices.Clone(rot), func(a Algorithm) bool { return a == KDTree })
-			}
 			var calls atomic.Int64 // the starts' sessions run side by side
 			autoSchedule = func(pass int) Algorithm { calls.Add(1); return rot[pass%len(rot)] }
 			got, gotSteps := run(Auto)
@@ -188,15 +297,18 @@ func writeCalibration(t *testing.T, dir string, v any) {
 // many samples), on colour-like data where the kd-tree's passes are
 // measured faster over the whole run, costs at most a probe or two: Auto
 // ends on the kd-tree and spends at most 10 % more than the kd-tree alone
-// would. The file of the first, unversioned format is ignored. Pass
+// would, also when the file claims that Calibrate measured them (and so
+// is taken further from the defaults). The file of the first, unversioned
+// format is ignored. Pass
 // times are injected (autoClock), so the test does not depend on the
 // machine's speed.
 func TestAutoHostileCalibration(t *testing.T) {
 	const workers = 2
 	key := calKey(fmt.Sprintf("cpu/%s/%d", runtime.GOARCH, workers), 3)
-	hostile := map[Algorithm]Cost{}
+	hostile, calibrated := map[Algorithm]Cost{}, map[Algorithm]Cost{}
 	for _, a := range []Algorithm{Bounds, WuHong, Lloyd, GEMM} {
 		hostile[a] = Cost{Fixed: 0, PerPoint: 0, Unit: 1e-15, Samples: 1 << 20}
+		calibrated[a] = Cost{Fixed: 0, PerPoint: 0, Unit: 1e-15, Samples: 1 << 20, Calibrated: true}
 	}
 	// Pass times like those of smarties.png at k = 256 (bench/README.md),
 	// per algorithm, steady and fresh: the tree's passes cost the same
@@ -239,6 +351,8 @@ func TestAutoHostileCalibration(t *testing.T) {
 		file any
 	}{
 		{"current", calibrationFile{Version: calibrationVersion, Fits: map[string]map[Algorithm]Cost{key: hostile}}},
+		// as if measured by Calibrate: every constant taken, within calRange
+		{"calibrated", calibrationFile{Version: calibrationVersion, Fits: map[string]map[Algorithm]Cost{key: calibrated}}},
 		{"unversioned", map[string]map[Algorithm]Cost{key: hostile, fmt.Sprintf("cpu/%s/%d", runtime.GOARCH, workers): hostile}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -255,7 +369,7 @@ func TestAutoHostileCalibration(t *testing.T) {
 				n += c
 			}
 			tree := time.Duration(n) * clock(KDTree, 64, false, 0)
-			t.Logf("%d passes %v: %v (the kd-tree alone: %v; the defaults: %v, %s)", n, passes, total, tree, tDef, mDef.Algorithm)
+			t.Logf("%d passes %v: %v (the kd-tree alone: %v; the defaults: %v, %s: %s)", n, passes, total, tree, tDef, mDef.Algorithm, mDef.Why)
 			if m.Algorithm != string(KDTree) {
 				t.Errorf("ended on %s, not the kd-tree: %s", m.Algorithm, m.Why)
 			}

@@ -28,6 +28,11 @@ type SessionOptions struct {
 	// on a summary of the points, so few passes will follow: Auto then
 	// weighs a per-point first pass against building an index.
 	Refining bool
+	// OneRun says that the session serves one Lloyd run from its first
+	// Assign's centroids: no other start, no new k, no Rebase. Auto then
+	// expects no pass to start afresh, which would cost a pruning
+	// algorithm a search of every point.
+	OneRun bool
 }
 
 // A Session holds points resident between iterations.

@@ -235,19 +235,20 @@ func (r *runner) open(pts *Points, coarse, refining bool) (stage, error) {
 	if coarse {
 		be = CPU
 	}
-	sess, err := be.Open(pts, r.sessionOptions(refining, cfg.Workers))
+	sess, err := be.Open(pts, r.sessionOptions(coarse, refining, cfg.Workers))
 	if err != nil {
 		return stage{}, fmt.Errorf("kmeans: %s backend: %w", be.Name(), err)
 	}
 	return stage{pts: pts, sess: sess, coarse: coarse}, nil
 }
 
-// sessionOptions are the options of the run's sessions.
-func (r *runner) sessionOptions(refining bool, workers int) SessionOptions {
+// sessionOptions are the options of the run's sessions: on the reduced
+// set (coarse) or on all points, refining the reduced set's answer or not.
+func (r *runner) sessionOptions(coarse, refining bool, workers int) SessionOptions {
 	cfg := &r.cfg
 	return SessionOptions{
 		MaxK: cfg.K + max(cfg.Breathe, DefaultBreathe), Algorithm: cfg.Algorithm, Update: cfg.Update, Workers: workers,
-		Refining: refining,
+		Refining: refining, OneRun: !coarse && (refining || cfg.Init == InitGiven),
 	}
 }
 
@@ -324,7 +325,7 @@ func (r *runner) starts(ctx context.Context, sg stage, starts int) (*Model, []in
 		}
 	}()
 	for l := range ls {
-		sess, err := fork(sg.sess, sg.pts, r.sessionOptions(false, 1))
+		sess, err := fork(sg.sess, sg.pts, r.sessionOptions(sg.coarse, false, 1))
 		if err != nil {
 			return nil, nil, err
 		}

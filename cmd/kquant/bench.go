@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -46,8 +45,16 @@ Auto's runs read and update the calibration cache as quantize does
 alone (KQUANT_CALIBRATION=off), for results that do not depend on what
 earlier runs on the machine measured.
 
+--calibrate measures the constants of Auto's cost model on this machine
+first (for each backend and each dimension of --dims: short runs of every
+per-point algorithm on synthetic sets, fitted), prints them and writes them
+to the calibration cache, where Auto (quantize, palette, segment, bench)
+reads them; KQUANT_CALIBRATION=off or --calibration off only prints them.
+With no images and no preset, that is all it does.
+
 Columns: time per iteration (wall time of the assignment pass, mean over
-the run), iterations, M = distances per point per iteration (the seeds' M
+the run), open (the session's setup: the kd-tree's build, a GPU's upload),
+iterations, M = distances per point per iteration (the seeds' M
 and k'), k'/k, warp k'/k (work counting each warp as 32 × its slowest lane,
 GPU), speed-up over lloyd on the same backend and update, and the result
 check. Auto's rows say what it chose.
@@ -69,6 +76,8 @@ type benchConfig struct {
 	out      string
 	inputs   []string
 	cal      bool // Auto reads and updates the calibration cache
+	calib    bool // measure and write the calibration first
+	dims     []int
 }
 
 func parseBench(args []string) (*benchConfig, error) {
@@ -90,8 +99,10 @@ func parseBench(args []string) (*benchConfig, error) {
 	fs.IntVar(&c.device, "device", 0, "the GPU to use")
 	fs.StringVar(&space, "space", "rgb", "colour space of images: rgb or lab")
 	fs.StringVar(&c.out, "o", "", "directory for bench.md and the plots (default: the table on stdout only)")
-	var cal string
+	var cal, dims string
 	fs.StringVar(&cal, "calibration", "on", "auto's calibration cache: on (read and update it) or off (the defaults)")
+	fs.BoolVar(&c.calib, "calibrate", false, "measure auto's cost constants on this machine first, print them and write them to the cache")
+	fs.StringVar(&dims, "dims", "", "--calibrate: dimensions, comma-separated (default 3,8,32)")
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -114,6 +125,16 @@ func parseBench(args []string) (*benchConfig, error) {
 		return nil, usagef("bench", "--calibration %q: want on or off", cal)
 	}
 	var err error
+	if dims != "" {
+		if c.dims, err = parseList(dims, strconv.Atoi); err != nil {
+			return nil, usagef("bench", "--dims: %v", err)
+		}
+		for _, d := range c.dims {
+			if d < 1 || d > 1024 {
+				return nil, usagef("bench", "--dims: dimension %d out of 1…1024", d)
+			}
+		}
+	}
 	if c.space, err = imgio.ParseSpace(space); err != nil {
 		return nil, usagef("bench", "--space: %v", err)
 	}
@@ -124,8 +145,8 @@ func parseBench(args []string) (*benchConfig, error) {
 	case "table1":
 		c.n, c.d, c.ks, c.sigma2 = or(c.n, 400000), or(c.d, 41), []int{24}, []float64{0.05}
 	case "":
-		if len(c.inputs) == 0 {
-			return nil, usagef("bench", "give images or a --preset")
+		if len(c.inputs) == 0 && !c.calib {
+			return nil, usagef("bench", "give images, a --preset or --calibrate")
 		}
 		c.ks = []int{16, 64, 256}
 	default:
@@ -203,28 +224,6 @@ type benchCase struct {
 	label string // what x is
 }
 
-// synthetic returns the seeds' data: k centres in the unit cube, n/k
-// points around each (Gaussian, variance sigma2), on the grid of step 1/256.
-func synthetic(n, d, k int, sigma2 float64, seed uint64) *kmeans.Points {
-	const scale = 256
-	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	centres := make([]float64, k*d)
-	for i := range centres {
-		centres[i] = r.Float64()
-	}
-	sd := math.Sqrt(sigma2)
-	p := &kmeans.Points{Dim: d, Coords: make([]int32, n*d)}
-	for i := range n {
-		c := i % k
-		for j := range d {
-			v := centres[c*d+j] + sd*r.NormFloat64()
-			v = math.Min(math.Max(v, -0.5), 1.5)
-			p.Coords[i*d+j] = int32(math.Round(v * scale))
-		}
-	}
-	return p
-}
-
 func (c *benchConfig) cases(stderr io.Writer) ([]benchCase, error) {
 	var out []benchCase
 	switch c.preset {
@@ -232,7 +231,7 @@ func (c *benchConfig) cases(stderr io.Writer) ([]benchCase, error) {
 		for _, k := range c.ks {
 			for _, s := range c.sigma2 {
 				out = append(out, benchCase{name: fmt.Sprintf("n=%d d=%d k=%d σ²=%g", c.n, c.d, k, s), x: s, label: "sigma2",
-					pts: synthetic(c.n, c.d, k, s, c.seed), k: k})
+					pts: kmeans.Synthetic(c.n, c.d, k, s, c.seed), k: k})
 			}
 		}
 	case "table1":
@@ -242,7 +241,7 @@ func (c *benchConfig) cases(stderr io.Writer) ([]benchCase, error) {
 			}
 			for _, k := range c.ks {
 				out = append(out, benchCase{name: fmt.Sprintf("n=%d d=%d k=%d σ²=%g", n, c.d, k, c.sigma2[0]), x: float64(n), label: "n",
-					pts: synthetic(n, c.d, k, c.sigma2[0], c.seed), k: k})
+					pts: kmeans.Synthetic(n, c.d, k, c.sigma2[0], c.seed), k: k})
 			}
 		}
 	default:
@@ -271,6 +270,7 @@ type meterSession struct {
 	kmeans.Session
 	algo        kmeans.Algorithm
 	passes      int
+	open        time.Duration // Open's time
 	d           time.Duration
 	work, wwork uint64
 	counted     bool
@@ -279,11 +279,12 @@ type meterSession struct {
 }
 
 func (m *meter) Open(p *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Session, error) {
+	t := time.Now()
 	s, err := m.Backend.Open(p, opt)
 	if err != nil {
 		return nil, err
 	}
-	m.last = &meterSession{Session: s, algo: opt.Algorithm, n: p.Len()}
+	m.last = &meterSession{Session: s, algo: opt.Algorithm, n: p.Len(), open: time.Since(t)}
 	return m.last, nil
 }
 
@@ -324,6 +325,8 @@ type benchRow struct {
 	algo          kmeans.Algorithm
 	update        kmeans.Update
 	msPerIter     float64
+	openMS        float64
+	passes        int
 	iters         int
 	m, kk, warpKK float64 // M per point and iteration; M/k; warp M/k
 	hasWork       bool
@@ -355,11 +358,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}()
 	}
-	cases, err := c.cases(stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "kquant bench: %v\n", err)
-		return exitFailed
-	}
 	backends := map[string]kmeans.Backend{}
 	for _, b := range c.backends {
 		if b == "cpu" {
@@ -372,6 +370,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			continue
 		}
 		backends[b] = g
+	}
+	if c.calib {
+		if code := calibrate(ctx, c, backends, stdout, stderr); code != exitOK || (c.preset == "" && len(c.inputs) == 0) {
+			return code
+		}
+	}
+	cases, err := c.cases(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kquant bench: %v\n", err)
+		return exitFailed
 	}
 	var rows []benchRow
 	for _, cs := range cases {
@@ -398,8 +406,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 					}
 					s := mt.last
 					n := float64(cs.pts.Len())
-					r := benchRow{cas: cs, backend: bn, algo: algo, update: up, iters: m.Iterations,
-						msPerIter: s.d.Seconds() * 1e3 / float64(max(s.passes, 1)), hasWork: s.counted, epoch: s.epoch,
+					r := benchRow{cas: cs, backend: bn, algo: algo, update: up, iters: m.Iterations, passes: s.passes,
+						msPerIter: s.d.Seconds() * 1e3 / float64(max(s.passes, 1)), openMS: s.open.Seconds() * 1e3, hasWork: s.counted, epoch: s.epoch,
 						choice: m.Algorithm, why: m.Why}
 					if s.counted {
 						r.m = float64(s.work) / n / float64(s.passes)
@@ -478,8 +486,8 @@ func startCentroids(pts *kmeans.Points, k int, seed uint64) []int32 {
 }
 
 func writeTable(w io.Writer, rows []benchRow) {
-	fmt.Fprintln(w, "| case | backend | algorithm | update | ms/iter | iters | M | k'/k | warp k'/k | speed-up | same | auto's choice |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| case | backend | algorithm | update | ms/iter | open ms | iters | M | k'/k | warp k'/k | speed-up | same | auto's choice |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		mcol, kk, wkk := "–", "–", "–"
 		if r.hasWork {
@@ -496,16 +504,18 @@ func writeTable(w io.Writer, rows []benchRow) {
 		if !r.same {
 			same = "✗"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %.3f | %d | %s | %s | %s | %.2f | %s | %s |\n", r.cas.name, r.backend, name(r.algo), name(r.update),
-			r.msPerIter, r.iters, mcol, kk, wkk, r.speedup, same, choice)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %.3f | %.3f | %d | %s | %s | %s | %.2f | %s | %s |\n", r.cas.name, r.backend, name(r.algo), name(r.update),
+			r.msPerIter, r.openMS, r.iters, mcol, kk, wkk, r.speedup, same, choice)
 	}
-	// auto against the best single variant of each case and backend
+	// auto against the best single variant of each case and backend: per
+	// pass, and with the setup spread over the passes
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| case | backend | auto ms/iter | best single | best ms/iter | auto / best | auto's choice and why |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| case | backend | auto ms/iter | best single | best ms/iter | auto / best | auto / best, open counted | auto's choice and why |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	type key struct{ c, b string }
 	var order []key
 	best := map[key]benchRow{}
+	bestAll := map[key]float64{} // the least ms per pass with Open's time spread over the passes
 	autos := map[key]benchRow{}
 	for _, r := range rows {
 		k := key{r.cas.name, r.backend}
@@ -525,6 +535,9 @@ func writeTable(w io.Writer, rows []benchRow) {
 		if b, ok := best[k]; !ok || r.msPerIter < b.msPerIter {
 			best[k] = r
 		}
+		if b, ok := bestAll[k]; !ok || r.withOpen() < b {
+			bestAll[k] = r.withOpen()
+		}
 	}
 	for _, k := range order {
 		a, ok := autos[k]
@@ -532,9 +545,64 @@ func writeTable(w io.Writer, rows []benchRow) {
 		if !ok || !okb {
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %s | %.3f | %s/%s | %.3f | %.2f | %s: %s |\n", k.c, k.b, a.msPerIter, name(b.algo), name(b.update),
-			b.msPerIter, a.msPerIter/b.msPerIter, a.choice, a.why)
+		fmt.Fprintf(w, "| %s | %s | %.3f | %s/%s | %.3f | %.2f | %.2f | %s: %s |\n", k.c, k.b, a.msPerIter, name(b.algo), name(b.update),
+			b.msPerIter, a.msPerIter/b.msPerIter, a.withOpen()/bestAll[k], a.choice, a.why)
 	}
+}
+
+// withOpen returns the milliseconds per pass with the session's setup
+// spread over the passes.
+func (r benchRow) withOpen() float64 {
+	return r.msPerIter + r.openMS/float64(max(r.passes, 1))
+}
+
+// calibrate runs kmeans.Calibrate on each backend and prints and saves
+// what it measured.
+func calibrate(ctx context.Context, c *benchConfig, backends map[string]kmeans.Backend, stdout, stderr io.Writer) int {
+	var all []kmeans.Calibration
+	for _, bn := range c.backends {
+		be := backends[bn]
+		if be == nil {
+			continue
+		}
+		cs, err := kmeans.Calibrate(ctx, kmeans.CalibrateConfig{Backend: be, Dims: c.dims, Workers: c.workers, Seed: c.seed,
+			Progress: func(d int) { fmt.Fprintf(stderr, "kquant bench: calibrating %s, dimension %d\n", bn, d) }})
+		if err != nil {
+			fmt.Fprintf(stderr, "kquant bench: calibrating %s: %v\n", bn, err)
+			return exitFailed
+		}
+		all = append(all, cs...)
+	}
+	writeCalibration(stdout, all)
+	path, err := kmeans.SaveCalibrations(all)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "kquant bench: writing the calibration: %v\n", err)
+		return exitFailed
+	case path == "":
+		fmt.Fprintln(stdout, "\nNot written: KQUANT_CALIBRATION=off (or --calibration off).")
+	default:
+		fmt.Fprintf(stdout, "\nWritten to %s; Auto reads it from now on.\n", path)
+	}
+	return exitOK
+}
+
+// writeCalibration prints the fitted constants as a markdown table.
+func writeCalibration(w io.Writer, cs []kmeans.Calibration) {
+	fmt.Fprintln(w, "| key | algorithm | fixed µs | per point ns | unit ns | search ns/point | first pass / Lloyd's | passes | median error |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, c := range cs {
+		for _, a := range []kmeans.Algorithm{kmeans.Lloyd, kmeans.GEMM, kmeans.Bounds, kmeans.WuHong} {
+			f, ok := c.Fits[a]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.2f | %.3f | %.1f | %.2f | %d | %.1f %% |\n", c.Key, a, f.Fixed*1e6, f.PerPoint*1e9,
+				f.Unit*1e9, f.Search*1e9, c.Search[a], c.Passes[a], 100*c.Error[a])
+		}
+	}
+	fmt.Fprintln(w, "\nA steady pass of n points, w distances each: fixed + n·(per point + unit·d·w); a pass that")
+	fmt.Fprintln(w, "searches every point afresh (into bounds) costs a Lloyd pass + n·search. The kd-tree is only measured.")
 }
 
 // writePlots draws speed-up over lloyd and the share of distances saved

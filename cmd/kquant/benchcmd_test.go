@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image/png"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kquant/kquant/kmeans"
 )
 
 // TestBenchCommand runs a small synthetic bench on the CPU: every run gives
@@ -67,5 +71,62 @@ func TestBenchCalibrationOff(t *testing.T) {
 	}
 	if v := os.Getenv("KQUANT_CALIBRATION"); v != "" {
 		t.Errorf("KQUANT_CALIBRATION left as %q", v)
+	}
+}
+
+// TestBenchCalibrate: --calibrate measures the constants, prints them and
+// writes them where Auto reads them (here under a temporary
+// XDG_CACHE_HOME), in the cache's current format; with
+// KQUANT_CALIBRATION=off it only prints them.
+func TestBenchCalibrate(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, "cache"))
+	t.Setenv("KQUANT_CACHE_DIR", "")
+	path := filepath.Join(home, "cache", "kquant", "calibration.json")
+	args := []string{"bench", "--calibrate", "--dims", "3", "--backends", "cpu", "-j", "1"}
+
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), args, &out, &errb, nil); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "| cpu/"+runtime.GOARCH+"/1/d3 | bounds |") || !strings.Contains(out.String(), "Not written") {
+		t.Errorf("KQUANT_CALIBRATION=off: %s", out.String())
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Fatalf("KQUANT_CALIBRATION=off wrote %s", path)
+	}
+
+	t.Setenv("KQUANT_CALIBRATION", "")
+	out.Reset()
+	if code := run(context.Background(), args, &out, &errb, nil); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "Written to "+path) {
+		t.Errorf("output: %s", out.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Version int                                         `json:"version"`
+		Fits    map[string]map[kmeans.Algorithm]kmeans.Cost `json:"fits"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	fits := f.Fits["cpu/"+runtime.GOARCH+"/1/d3"]
+	for _, a := range []kmeans.Algorithm{kmeans.Lloyd, kmeans.GEMM, kmeans.Bounds, kmeans.WuHong} {
+		if c := fits[a]; !c.Calibrated || c.Unit <= 0 || c.Samples == 0 {
+			t.Errorf("%s: %+v (file %s)", a, c, b)
+		}
+	}
+	if len(f.Fits) != 1 || f.Version < 3 {
+		t.Errorf("file %s", b)
+	}
+	if code := run(context.Background(), []string{"bench", "--calibrate", "--dims", "0"}, &out, &errb, nil); code != exitUsage {
+		t.Errorf("--dims 0: exit %d", code)
 	}
 }
