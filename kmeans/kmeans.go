@@ -72,7 +72,8 @@ type Config struct {
 	// 2 + ⌊ln K⌋, as scikit-learn does.
 	Trials int
 	// Starts is the number of independent seeded starts; the one of least
-	// inertia wins. 0 chooses by K.
+	// inertia wins. 0 chooses by K. With several Workers, starts on the
+	// CPU run side by side, one thread each.
 	Starts int
 	// Coarse bounds the size of the reduced point set that the starts run
 	// on before the winner is refined on all points: the points are cut,
