@@ -281,15 +281,11 @@ func TestVariants(t *testing.T) {
 	}
 }
 
-// TestIntegerKernel: the integer kernel (kq_idp_p8, forced) against the CPU
-// on unweighted pixels and weighted colours, up to its largest k, with
-// centroids at and beyond the corners of the points' box and near the edge
-// of the fast kernels' range; on 1, 2 and 4 dimensions; and another kernel
-// wherever idpFits refuses (here: a grid step that differs between axes).
-func TestIntegerKernel(t *testing.T) {
-	b := gpu(t)
-	t.Setenv("KQUANT_CUDA_KERNEL", "idp")
-	rng := rand.New(rand.NewPCG(29, 30))
+// kernelPointSets returns the point sets the integer kernels' tests run
+// on: starry_night's pixels and distinct colours in RGB, the pixels with red
+// on a coarser grid than green and blue, and 20000 weighted points in 1, 2
+// and 4 dimensions on a grid of the given step and number of levels.
+func kernelPointSets(t *testing.T, rng *rand.Rand, step, levels int) []*kmeans.Points {
 	px := loadPixels(t, "starry_night.jpg")
 	colors, counts, _ := UniqueRGB(px)
 	uneven := colourPoints(px, nil, "rgb")
@@ -300,13 +296,26 @@ func TestIntegerKernel(t *testing.T) {
 	for _, dim := range []int{1, 2, 4} {
 		p := &kmeans.Points{Dim: dim, Coords: make([]int32, 20000*dim), Weights: make([]uint32, 20000)}
 		for i := range p.Coords {
-			p.Coords[i] = 300 + 4*int32(rng.IntN(200))
+			p.Coords[i] = 300 + int32(step*rng.IntN(levels))
 		}
 		for i := range p.Weights {
 			p.Weights[i] = 1 + uint32(rng.IntN(1000))
 		}
 		sets = append(sets, p)
 	}
+	return sets
+}
+
+// TestIntegerKernel: the integer kernel (kq_idp_p8, forced) against the CPU
+// on unweighted pixels and weighted colours, up to its largest k, with
+// centroids at and beyond the corners of the points' box and near the edge
+// of the fast kernels' range; on 1, 2 and 4 dimensions; and another kernel
+// wherever idpFits refuses (here: a grid step that differs between axes).
+func TestIntegerKernel(t *testing.T) {
+	b := gpu(t)
+	t.Setenv("KQUANT_CUDA_KERNEL", "idp")
+	rng := rand.New(rand.NewPCG(29, 30))
+	sets := kernelPointSets(t, rng, 4, 200)
 	var used, refused int
 	for _, pts := range sets {
 		L := planLayout(pts)
@@ -365,23 +374,7 @@ func TestIMAKernel(t *testing.T) {
 		t.Skip(err)
 	}
 	rng := rand.New(rand.NewPCG(39, 40))
-	px := loadPixels(t, "starry_night.jpg")
-	colors, counts, _ := UniqueRGB(px)
-	uneven := colourPoints(px, nil, "rgb")
-	for i := 0; i < len(uneven.Coords); i += 3 {
-		uneven.Coords[i] &^= 15 // red on a grid of 16, green and blue of 8
-	}
-	sets := []*kmeans.Points{colourPoints(px, nil, "rgb"), colourPoints(colors, counts, "rgb"), uneven}
-	for _, dim := range []int{1, 2, 4} {
-		p := &kmeans.Points{Dim: dim, Coords: make([]int32, 20000*dim), Weights: make([]uint32, 20000)}
-		for i := range p.Coords {
-			p.Coords[i] = 300 + 8*int32(rng.IntN(256))
-		}
-		for i := range p.Weights {
-			p.Weights[i] = 1 + uint32(rng.IntN(1000))
-		}
-		sets = append(sets, p)
-	}
+	sets := kernelPointSets(t, rng, 8, 256)
 	for _, variant := range []string{"ima"} {
 		t.Setenv("KQUANT_CUDA_KERNEL", variant)
 		var used, refused int

@@ -408,18 +408,7 @@ func TestIntegerKeys(t *testing.T) {
 			}
 			gotJ := int(bestKey & 255)
 			gotD := int64(uint32(int32(bestKey>>8)+int32(p.Sel[1])) + uint32(p.G2)*uint32(q2))
-			wantJ, wantD := -1, int64(0)
-			x := pts.At(i)
-			for c := range k {
-				var d int64
-				for j := range dim {
-					e := int64(x[j]) - int64(cent[c*dim+j])
-					d += e * e
-				}
-				if wantJ < 0 || d < wantD {
-					wantJ, wantD = c, d
-				}
-			}
+			wantJ, wantD := exactNearest(pts.At(i), cent, k)
 			if gotJ != wantJ || gotD != wantD {
 				t.Fatalf("point %d: centroid %d at %d, want %d at %d (dim %d, g %d, k %d)", i, gotJ, gotD, wantJ, wantD, dim, g, k)
 			}
@@ -525,18 +514,7 @@ func TestIMAKeys(t *testing.T) {
 			}
 			gotJ := bbase + int(best&255)
 			gotD := int64(uint32(best>>8+int32(p.Sel[1])) + uint32(p.G2)*uint32(q2))
-			wantJ, wantD := -1, int64(0)
-			x := pts.At(i)
-			for c := range k {
-				var d int64
-				for j := range dim {
-					e := int64(x[j]) - int64(cent[c*dim+j])
-					d += e * e
-				}
-				if wantJ < 0 || d < wantD {
-					wantJ, wantD = c, d
-				}
-			}
+			wantJ, wantD := exactNearest(pts.At(i), cent, k)
 			if gotJ != wantJ || gotD != wantD {
 				t.Fatalf("point %d: centroid %d at %d, want %d at %d (dim %d, g %d, k %d)", i, gotJ, gotD, wantJ, wantD, dim, g, k)
 			}
@@ -558,4 +536,22 @@ func TestIMAKeys(t *testing.T) {
 	if tried < 50 || refused == 0 {
 		t.Errorf("%d checked, %d refused: the test covers too little", tried, refused)
 	}
+}
+
+// exactNearest returns the first of the k centroids of cent nearest to x,
+// by an exact search, and its squared distance.
+func exactNearest(x, cent []int32, k int) (int, int64) {
+	dim := len(x)
+	best, bd := -1, int64(0)
+	for c := range k {
+		var d int64
+		for j := range dim {
+			e := int64(x[j]) - int64(cent[c*dim+j])
+			d += e * e
+		}
+		if best < 0 || d < bd {
+			best, bd = c, d
+		}
+	}
+	return best, bd
 }
