@@ -2,7 +2,6 @@ package kmeans
 
 import (
 	"math"
-	"slices"
 )
 
 // reduceKD splits the points by median cuts along the longest side of
@@ -25,8 +24,11 @@ func reduceKD(pts *Points, target int) *Points {
 	}
 	keys := make([]uint64, n)
 	var counts []int32
-	r := &Points{Dim: dim}
+	parts := min(1<<depth, n)
+	r := &Points{Dim: dim, Coords: make([]int32, 0, parts*dim), Weights: make([]uint32, 0, parts)}
 	sums := make([]int64, dim)
+	// the boxes of the parts on the path being split, a level each
+	boxes := make([]int32, 2*(depth+1)*dim)
 	ok := true
 	var split func(part []int32, level int, lo, hi []int32)
 	split = func(part []int32, level int, lo, hi []int32) {
@@ -39,9 +41,12 @@ func reduceKD(pts *Points, target int) *Points {
 			splitMedian(pts, part, axis, lo[axis], hi[axis], keys, &counts)
 			mid := len(part) / 2
 			cut := pts.Coords[int(part[mid])*dim+axis]
-			clo, chi := slices.Clone(lo), slices.Clone(hi)
+			clo := boxes[2*(level+1)*dim : (2*(level+1)+1)*dim]
+			chi := boxes[(2*(level+1)+1)*dim : (2*(level+1)+2)*dim]
+			copy(chi, hi)
 			chi[axis] = cut
 			split(part[:mid], level+1, lo, chi)
+			copy(clo, lo)
 			clo[axis] = cut
 			split(part[mid:], level+1, clo, hi)
 			return
