@@ -140,7 +140,10 @@ func readImage(r io.Reader) ([]byte, error) {
 	var buf bytes.Buffer
 	if f, ok := r.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size() < 1<<40 {
-			buf.Grow(int(fi.Size()) + 1)
+			// ReadFrom wants MinRead bytes free before each read, the
+			// one that sees EOF too: without them it would double the
+			// buffer at the end
+			buf.Grow(int(fi.Size()) + bytes.MinRead)
 		}
 	}
 	buf.Write(head)
