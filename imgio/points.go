@@ -9,6 +9,8 @@ import (
 
 	"github.com/kquant/kquant/imgio/lab"
 	"github.com/kquant/kquant/kmeans"
+
+	"github.com/kquant/kquant/internal/mem"
 )
 
 // Space is a colour space in which colours are clustered.
@@ -67,7 +69,7 @@ func checkSpace(space Space) {
 // clustering every visible pixel (PixelPoints), in far less time.
 func (c *Colors) Points(space Space) *kmeans.Points {
 	n := len(c.RGB)
-	p := &kmeans.Points{Dim: 3, Coords: make([]int32, 3*n), Weights: append([]uint32(nil), c.Counts...)}
+	p := &kmeans.Points{Dim: 3, Coords: mem.Make[int32](3 * n), Weights: append([]uint32(nil), c.Counts...)}
 	checkSpace(space)
 	// Lab costs some 10 ns a colour; spread millions of colours.
 	workers := max(1, min(uniqueWorkers(1, n), n/(1<<16)))

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/kquant/kquant/internal/mem"
 )
 
 // Colors is the set of distinct colours of an image's visible pixels.
@@ -140,7 +142,7 @@ func putSet(s *colorSet) {
 // compares, with a map too.
 func Unique(img *image.NRGBA) *Colors {
 	w, h := img.Rect.Dx(), img.Rect.Dy()
-	c := &Colors{Width: w, Height: h, Index: make([]int32, w*h), RGB: []uint32{}, Counts: []uint32{}}
+	c := &Colors{Width: w, Height: h, Index: mem.Make[int32](w * h), RGB: []uint32{}, Counts: []uint32{}}
 	if w == 0 || h == 0 {
 		return c
 	}

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+
+	"github.com/kquant/kquant/internal/mem"
 )
 
 // CPU is the backend that runs on the host's cores.
@@ -61,10 +63,10 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 	for j, v := range lo {
 		s.origin[j] = int64(v)
 	}
-	s.labels = make([]int32, s.n)
+	s.labels = mem.Make[int32](s.n)
 	if algo == Bounds {
-		s.upper = make([]float64, s.n)
-		s.lower = make([]float64, s.n)
+		s.upper = mem.Make[float64](s.n)
+		s.lower = mem.Make[float64](s.n)
 	}
 	return s, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+
+	"github.com/kquant/kquant/internal/mem"
 )
 
 // plusPlus is weighted k-means++ with greedy local trials (Arthur &
@@ -85,7 +87,7 @@ func (s *seeder) state() *ppState {
 	b := newKDBuilder(pts, make([]int64, pts.Dim))
 	b.build(0, int32(n))
 	pp := &ppState{pts: pts, dim: pts.Dim, nodes: b.nodes, lo: b.lo, hi: b.hi, perm: b.perm,
-		xs: make([]int32, n*pts.Dim), ws: make([]uint32, n), d: make([]uint64, n),
+		xs: mem.Make[int32](n * pts.Dim), ws: mem.Make[uint32](n), d: mem.Make[uint64](n),
 		maxD: make([]uint64, len(b.nodes)), fw: newFenwick(n)}
 	for pos, i := range b.perm {
 		copy(pp.xs[pos*pp.dim:(pos+1)*pp.dim], pts.At(int(i)))
@@ -104,7 +106,7 @@ func (s *seeder) adopt(t *treeSession) {
 	}
 	n := t.n
 	s.pp = &ppState{pts: s.pts, dim: t.dim, nodes: t.nodes, lo: t.lo, hi: t.hi, perm: t.perm, xs: t.xs, ws: t.ws,
-		d: make([]uint64, n), maxD: make([]uint64, len(t.nodes)), fw: newFenwick(n)}
+		d: mem.Make[uint64](n), maxD: make([]uint64, len(t.nodes)), fw: newFenwick(n)}
 }
 
 // fork returns a k-means++ state on pp's kd-tree, which the two share
@@ -112,7 +114,7 @@ func (s *seeder) adopt(t *treeSession) {
 // once.
 func (pp *ppState) fork() *ppState {
 	f := *pp
-	f.d, f.maxD, f.fw = make([]uint64, len(pp.d)), make([]uint64, len(pp.maxD)), newFenwick(len(pp.perm))
+	f.d, f.maxD, f.fw = mem.Make[uint64](len(pp.d)), make([]uint64, len(pp.maxD)), newFenwick(len(pp.perm))
 	return &f
 }
 
@@ -248,7 +250,7 @@ type fenwick struct {
 	sum uint64
 }
 
-func newFenwick(n int) *fenwick { return &fenwick{t: make([]uint64, n+1)} }
+func newFenwick(n int) *fenwick { return &fenwick{t: mem.Make[uint64](n + 1)} }
 
 func (f *fenwick) add(i int, v uint64) {
 	f.sum += v

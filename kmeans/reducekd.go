@@ -2,6 +2,8 @@ package kmeans
 
 import (
 	"math"
+
+	"github.com/kquant/kquant/internal/mem"
 )
 
 // reduceKD splits the points by median cuts along the longest side of
@@ -18,11 +20,11 @@ func reduceKD(pts *Points, target int) *Points {
 	for 2<<depth <= target && 1<<depth < n {
 		depth++
 	}
-	idx := make([]int32, n)
+	idx := mem.Make[int32](n)
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	keys := make([]uint64, n)
+	keys := mem.Make[uint64](n)
 	var counts []int32
 	parts := min(1<<depth, n)
 	r := &Points{Dim: dim, Coords: make([]int32, 0, parts*dim), Weights: make([]uint32, 0, parts)}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/kquant/kquant/internal/mem"
 )
 
 // treeSession assigns points with the filtering algorithm of Kanungo,
@@ -96,14 +98,14 @@ func newTreeSession(pts *Points, workers int) *treeSession {
 	}
 	b.buildParallel(0, int32(n), levels)
 	t.nodes, t.lo, t.hi, t.sums, t.perm = b.nodes, b.lo, b.hi, b.sums, b.perm
-	t.xs = make([]int32, n*dim)
-	t.ws = make([]uint32, n)
+	t.xs = mem.Make[int32](n * dim)
+	t.ws = mem.Make[uint32](n)
 	for pos, i := range t.perm {
 		copy(t.xs[pos*dim:(pos+1)*dim], pts.At(int(i)))
 		t.ws[pos] = uint32(pts.Weight(int(i)))
 	}
 	t.state = make([]int32, len(t.nodes))
-	t.labels = make([]int32, n)
+	t.labels = mem.Make[int32](n)
 	// Share the tree among workers by subtrees: the nodes of the first
 	// level that has at least 8 per worker (or the leaves). The levels
 	// above are pruned once per pass, by one goroutine and from every
@@ -235,7 +237,7 @@ func (b *kdBuilder) node(first, last int32) (id, mid int32, split bool) {
 // newKDBuilder returns a builder over pts with its points in index order.
 func newKDBuilder(pts *Points, origin []int64) *kdBuilder {
 	n := pts.Len()
-	b := &kdBuilder{pts: pts, origin: origin, perm: make([]int32, n), keys: make([]uint64, n)}
+	b := &kdBuilder{pts: pts, origin: origin, perm: mem.Make[int32](n), keys: mem.Make[uint64](n)}
 	for i := range b.perm {
 		b.perm[i] = int32(i)
 	}
@@ -404,7 +406,7 @@ func selectNth(keys []uint64, nth int) {
 func (t *treeSession) fork(workers int) *treeSession {
 	return &treeSession{pts: t.pts, dim: t.dim, n: t.n, workers: workers, origin: t.origin,
 		perm: t.perm, xs: t.xs, ws: t.ws, nodes: t.nodes, lo: t.lo, hi: t.hi, sums: t.sums, tasks: t.tasks,
-		state: make([]int32, len(t.nodes)), labels: make([]int32, t.n)}
+		state: make([]int32, len(t.nodes)), labels: mem.Make[int32](t.n)}
 }
 
 func (t *treeSession) Close() error {
