@@ -41,6 +41,8 @@ import (
 	"github.com/kquant/kquant/imgio/palette"
 	"github.com/kquant/kquant/internal/par"
 	"github.com/kquant/kquant/kmeans"
+
+	"github.com/kquant/kquant/internal/mem"
 )
 
 // DefaultK is the number of colours Cluster uses when Options.K is 0.
@@ -273,7 +275,7 @@ func (r *Result) buildPalette(fixed []color.NRGBA) {
 	for i := range fixed {
 		r.Fixed[i] = int(pos[i])
 	}
-	r.ColorLabels = make([]int32, len(m.Labels))
+	r.ColorLabels = mem.Make[int32](len(m.Labels))
 	for i, l := range m.Labels {
 		r.ColorLabels[i] = pos[l]
 	}
@@ -331,7 +333,7 @@ func (r *Result) Indices() []int32 { return r.expand(r.ColorIndices) }
 
 func (r *Result) expand(perColor []int32) []int32 {
 	idx := r.Colors.Index
-	out := make([]int32, len(idx))
+	out := mem.Make[int32](len(idx))
 	par.Ranges(r.workers, len(idx), 1<<16, func(lo, hi int) {
 		for i, c := range idx[lo:hi] {
 			if c >= 0 {
@@ -390,7 +392,8 @@ func (r *Result) paletted(img *image.NRGBA) *image.Paletted {
 	if r.Colors.Visible() < r.Colors.Width*r.Colors.Height {
 		pal = append(pal, color.NRGBA{})
 	}
-	dst := image.NewPaletted(img.Bounds(), pal)
+	b := img.Bounds()
+	dst := &image.Paletted{Pix: mem.Make[uint8](b.Dx() * b.Dy()), Stride: b.Dx(), Rect: b, Palette: pal}
 	w := r.Colors.Width
 	idx := r.Colors.Index
 	par.Ranges(r.workers, r.Colors.Height, 64, func(y0, y1 int) {

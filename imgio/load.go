@@ -29,6 +29,8 @@ import (
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
 	"golang.org/x/image/webp"
+
+	"github.com/kquant/kquant/internal/mem"
 )
 
 // DefaultMaxPixels is the largest image, in pixels, that Load and Decode
@@ -274,7 +276,7 @@ func decode(data []byte, opt Options) (*image.NRGBA, string, error) {
 	if screen := image.Rect(0, 0, cfg.Width, cfg.Height); c.name == "gif" && b != screen {
 		// The first frame covers part of the logical screen.
 		frame := out
-		out = image.NewNRGBA(screen)
+		out = newNRGBA(screen)
 		sub := b.Intersect(screen)
 		draw.Draw(out, sub, frame, sub.Min.Sub(b.Min), draw.Src)
 	}
@@ -402,7 +404,7 @@ func toNRGBA(img image.Image, own bool) *image.NRGBA {
 		if compact(src.Pix, src.Stride, 4) {
 			return &image.NRGBA{Pix: src.Pix, Stride: src.Stride, Rect: image.Rect(0, 0, w, h)}
 		}
-		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		dst := newNRGBA(image.Rect(0, 0, w, h))
 		parallelRows(h, func(y0, y1 int) {
 			for y := y0; y < y1; y++ {
 				i := src.PixOffset(b.Min.X, b.Min.Y+y)
@@ -416,7 +418,7 @@ func toNRGBA(img image.Image, own bool) *image.NRGBA {
 			// Same layout; opaque pixels are the same either way.
 			dst = &image.NRGBA{Pix: src.Pix, Stride: src.Stride, Rect: image.Rect(0, 0, w, h)}
 		} else {
-			dst = image.NewNRGBA(image.Rect(0, 0, w, h))
+			dst = newNRGBA(image.Rect(0, 0, w, h))
 		}
 		parallelRows(h, func(y0, y1 int) {
 			for y := y0; y < y1; y++ {
@@ -435,12 +437,12 @@ func toNRGBA(img image.Image, own bool) *image.NRGBA {
 		})
 		return dst
 	case *image.YCbCr:
-		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		dst := newNRGBA(image.Rect(0, 0, w, h))
 		drawOpaque(dst, src)
 		return dst
 	case *image.NYCbCrA:
 		// Non-premultiplied: the colour comes from Y'CbCr, alpha from A.
-		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		dst := newNRGBA(image.Rect(0, 0, w, h))
 		drawOpaque(dst, &src.YCbCr)
 		parallelRows(h, func(y0, y1 int) {
 			for y := y0; y < y1; y++ {
@@ -453,7 +455,7 @@ func toNRGBA(img image.Image, own bool) *image.NRGBA {
 		})
 		return dst
 	case *image.CMYK:
-		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		dst := newNRGBA(image.Rect(0, 0, w, h))
 		parallelRows(h, func(y0, y1 int) {
 			for y := y0; y < y1; y++ {
 				s := src.Pix[src.PixOffset(b.Min.X, b.Min.Y+y):][:4*w]
@@ -470,7 +472,7 @@ func toNRGBA(img image.Image, own bool) *image.NRGBA {
 		})
 		return dst
 	case *image.Gray:
-		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		dst := newNRGBA(image.Rect(0, 0, w, h))
 		parallelRows(h, func(y0, y1 int) {
 			for y := y0; y < y1; y++ {
 				s := src.Pix[src.PixOffset(b.Min.X, b.Min.Y+y):][:w]
@@ -482,7 +484,7 @@ func toNRGBA(img image.Image, own bool) *image.NRGBA {
 		})
 		return dst
 	case *image.Gray16:
-		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		dst := newNRGBA(image.Rect(0, 0, w, h))
 		parallelRows(h, func(y0, y1 int) {
 			for y := y0; y < y1; y++ {
 				s := src.Pix[src.PixOffset(b.Min.X, b.Min.Y+y):][:2*w]
@@ -495,7 +497,7 @@ func toNRGBA(img image.Image, own bool) *image.NRGBA {
 		})
 		return dst
 	case *image.NRGBA64:
-		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		dst := newNRGBA(image.Rect(0, 0, w, h))
 		parallelRows(h, func(y0, y1 int) {
 			for y := y0; y < y1; y++ {
 				s := src.Pix[src.PixOffset(b.Min.X, b.Min.Y+y):][:8*w]
@@ -507,7 +509,7 @@ func toNRGBA(img image.Image, own bool) *image.NRGBA {
 		})
 		return dst
 	case *image.RGBA64:
-		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		dst := newNRGBA(image.Rect(0, 0, w, h))
 		parallelRows(h, func(y0, y1 int) {
 			for y := y0; y < y1; y++ {
 				s := src.Pix[src.PixOffset(b.Min.X, b.Min.Y+y):][:8*w]
@@ -530,7 +532,7 @@ func toNRGBA(img image.Image, own bool) *image.NRGBA {
 			n := nrgbaOf(c)
 			lut[i] = [4]uint8{n.R, n.G, n.B, n.A}
 		}
-		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		dst := newNRGBA(image.Rect(0, 0, w, h))
 		parallelRows(h, func(y0, y1 int) {
 			for y := y0; y < y1; y++ {
 				s := src.Pix[src.PixOffset(b.Min.X, b.Min.Y+y):][:w]
@@ -542,7 +544,7 @@ func toNRGBA(img image.Image, own bool) *image.NRGBA {
 		})
 		return dst
 	}
-	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+	dst := newNRGBA(image.Rect(0, 0, w, h))
 	parallelRows(h, func(y0, y1 int) {
 		for y := y0; y < y1; y++ {
 			d := dst.Pix[y*dst.Stride:][:4*w]
@@ -574,7 +576,7 @@ func webpToNRGBA(img image.Image) *image.NRGBA {
 	}
 	b := src.Rect
 	w, h := b.Dx(), b.Dy()
-	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+	dst := newNRGBA(image.Rect(0, 0, w, h))
 	fancy := src.SubsampleRatio == image.YCbCrSubsampleRatio420 && b.Min == image.Point{}
 	cw, ch := (w+1)/2, (h+1)/2
 	parallelRows(h, func(y0, y1 int) {
@@ -795,7 +797,7 @@ func orient(img *image.NRGBA, o int) *image.NRGBA {
 	if o >= 5 {
 		dw, dh = h, w
 	}
-	dst := image.NewNRGBA(image.Rect(0, 0, dw, dh))
+	dst := newNRGBA(image.Rect(0, 0, dw, dh))
 	// Source pixel of destination (0, 0), and the source steps (in pixels)
 	// for one step right and one step down in the destination.
 	var start, dx, dy int
@@ -831,4 +833,11 @@ func orient(img *image.NRGBA, o int) *image.NRGBA {
 		}
 	})
 	return dst
+}
+
+// newNRGBA is image.NewNRGBA, its pixels mapped ahead (mem.Make): the
+// images it makes are written whole at once.
+func newNRGBA(r image.Rectangle) *image.NRGBA {
+	w, h := r.Dx(), r.Dy()
+	return &image.NRGBA{Pix: mem.Make[uint8](4 * w * h), Stride: 4 * w, Rect: r}
 }

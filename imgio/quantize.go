@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/kquant/kquant/internal/mem"
 )
 
 // The quantized images are made from three things: the original image, a
@@ -71,7 +73,7 @@ func Paletted(img *image.NRGBA, pal []color.NRGBA, labels []int32) *image.Palett
 	r := img.Bounds()
 	transparent := checkLabels("Paletted", r, labels, len(pal))
 	cp := paletteFor("Paletted", pal, transparent)
-	dst := image.NewPaletted(r, cp)
+	dst := newPaletted(r, cp)
 	tr := uint8(len(pal)) // the transparent index
 	for i, l := range labels {
 		if l < 0 {
@@ -100,7 +102,7 @@ func Dither(img *image.NRGBA, pal []color.NRGBA, labels []int32) *image.Paletted
 	r := img.Bounds()
 	transparent := checkLabels("Dither", r, labels, len(pal))
 	cp := paletteFor("Dither", pal, transparent)
-	dst := image.NewPaletted(r, cp)
+	dst := newPaletted(r, cp)
 	if len(pal) == 0 {
 		return dst // every pixel is transparent, index 0
 	}
@@ -255,7 +257,7 @@ func (n *nearest) prepare(c int32) {
 func Remap(img *image.NRGBA, pal []color.NRGBA, labels []int32) *image.NRGBA {
 	r := img.Bounds()
 	checkLabels("Remap", r, labels, len(pal))
-	dst := image.NewNRGBA(r)
+	dst := newNRGBA(r)
 	w, h := r.Dx(), r.Dy()
 	for y := range h {
 		src := img.Pix[y*img.Stride : y*img.Stride+4*w]
@@ -335,4 +337,10 @@ func Encode(w io.Writer, img image.Image, format string, jpegQuality int) error 
 		return jpeg.Encode(w, img, &jpeg.Options{Quality: q})
 	}
 	return fmt.Errorf("imgio: unknown output format %q (want png, gif or jpeg)", format)
+}
+
+// newPaletted is image.NewPaletted, its pixels mapped ahead (mem.Make).
+func newPaletted(r image.Rectangle, p color.Palette) *image.Paletted {
+	w, h := r.Dx(), r.Dy()
+	return &image.Paletted{Pix: mem.Make[uint8](w * h), Stride: w, Rect: r, Palette: p}
 }
