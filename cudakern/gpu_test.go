@@ -281,6 +281,27 @@ func TestVariants(t *testing.T) {
 	}
 }
 
+// boxCorners returns, for each margin, a centroid set at the corners of
+// the points' bounding box widened by that margin on every side.
+func boxCorners(pts *kmeans.Points, margins ...int32) [][]int32 {
+	lo, hi := pts.Bounds()
+	var sets [][]int32
+	for _, out := range margins {
+		var c []int32
+		for m := range 1 << pts.Dim {
+			for j := range pts.Dim {
+				v := lo[j] - out
+				if m>>j&1 == 1 {
+					v = hi[j] + out
+				}
+				c = append(c, v)
+			}
+		}
+		sets = append(sets, c)
+	}
+	return sets
+}
+
 // kernelPointSets returns the point sets the integer kernels' tests run
 // on: starry_night's pixels and distinct colours in RGB, the pixels with red
 // on a coarser grid than green and blue, and 20000 weighted points in 1, 2
@@ -320,21 +341,7 @@ func TestIntegerKernel(t *testing.T) {
 	for _, pts := range sets {
 		L := planLayout(pts)
 		cs := centroidSets(rng, pts, 2, 16, 100, idpMaxK)
-		lo, hi := pts.Bounds()
-		// the corners of the box, then the corners 40 and 150 outside it
-		for _, out := range []int32{0, 40, 150} {
-			var c []int32
-			for m := range 1 << pts.Dim {
-				for j := range pts.Dim {
-					v := lo[j] - out
-					if m>>j&1 == 1 {
-						v = hi[j] + out
-					}
-					c = append(c, v)
-				}
-			}
-			cs = append(cs, c)
-		}
+		cs = append(cs, boxCorners(pts, 0, 40, 150)...)
 		// a centroid near the edge of the fast kernels' range
 		edge := slices.Clone(cs[0])
 		for j := range pts.Dim {
@@ -381,21 +388,7 @@ func TestIMAKernel(t *testing.T) {
 		for _, pts := range sets {
 			L := planLayout(pts)
 			cs := centroidSets(rng, pts, 2, 16, 17, 100, 256, 257, 1000)
-			lo, hi := pts.Bounds()
-			// the corners of the box, then the corners 40 and 150 outside it
-			for _, out := range []int32{0, 40, 150} {
-				var c []int32
-				for m := range 1 << pts.Dim {
-					for j := range pts.Dim {
-						v := lo[j] - out
-						if m>>j&1 == 1 {
-							v = hi[j] + out
-						}
-						c = append(c, v)
-					}
-				}
-				cs = append(cs, c)
-			}
+			cs = append(cs, boxCorners(pts, 0, 40, 150)...)
 			infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 1000}, cs)
 			for i, in := range infos {
 				_, ok := L.imaFits(cs[i])

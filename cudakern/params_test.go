@@ -417,13 +417,7 @@ func TestIntegerKeys(t *testing.T) {
 	t.Logf("%d point sets checked, %d refused", tried, refused)
 	// 8-bit RGB at Scale 8 over the whole range takes the integer kernel
 	// for any centroids inside the box
-	rgb := &kmeans.Points{Dim: 3, Coords: []int32{0, 0, 0, 8, 8, 8, 255 * 8, 255 * 8, 255 * 8}}
-	L := planLayout(rgb)
-	cent := make([]int32, 3*idpMaxK)
-	for i := range cent {
-		cent[i] = int32(rng.IntN(255*8 + 1))
-	}
-	cent[0], cent[1], cent[2], cent[3], cent[4], cent[5] = 0, 0, 0, 2040, 2040, 2040
+	L, cent := rgbBoxCentroids(rng, idpMaxK)
 	if _, ok := L.idpFits(cent); !ok {
 		t.Error("RGB centroids inside the box: idpFits refuses")
 	}
@@ -523,13 +517,7 @@ func TestIMAKeys(t *testing.T) {
 	t.Logf("%d point sets checked, %d refused", tried, refused)
 	// 8-bit RGB at Scale 8 over the whole range takes the kernels for any
 	// centroids inside the box
-	rgb := &kmeans.Points{Dim: 3, Coords: []int32{0, 0, 0, 8, 8, 8, 255 * 8, 255 * 8, 255 * 8}}
-	L := planLayout(rgb)
-	cent := make([]int32, 3*imaMaxK)
-	for i := range cent {
-		cent[i] = int32(rng.IntN(255*8 + 1))
-	}
-	cent[0], cent[1], cent[2], cent[3], cent[4], cent[5] = 0, 0, 0, 2040, 2040, 2040
+	L, cent := rgbBoxCentroids(rng, imaMaxK)
 	if _, ok := L.imaFits(cent); !ok {
 		t.Error("RGB centroids inside the box: imaFits refuses")
 	}
@@ -554,4 +542,17 @@ func exactNearest(x, cent []int32, k int) (int, int64) {
 		}
 	}
 	return best, bd
+}
+
+// rgbBoxCentroids returns the layout of 8-bit RGB points at Scale 8 over
+// the whole range and k random centroids inside their box, the first two
+// at its corners.
+func rgbBoxCentroids(rng *rand.Rand, k int) (layout, []int32) {
+	rgb := &kmeans.Points{Dim: 3, Coords: []int32{0, 0, 0, 8, 8, 8, 255 * 8, 255 * 8, 255 * 8}}
+	cent := make([]int32, 3*k)
+	for i := range cent {
+		cent[i] = int32(rng.IntN(255*8 + 1))
+	}
+	cent[0], cent[1], cent[2], cent[3], cent[4], cent[5] = 0, 0, 0, 2040, 2040, 2040
+	return planLayout(rgb), cent
 }
