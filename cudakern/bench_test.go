@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/kquant/kquant/kmeans"
 )
@@ -276,4 +278,144 @@ func BenchmarkSeed(b *testing.B) {
 			}
 		}
 	})
+}
+
+// meteredBackend times the sessions of a Backend: where a whole run's time
+// goes (BenchmarkRunStages).
+type meteredBackend struct {
+	*Backend
+	sessions []*meteredSession
+}
+
+type meteredSession struct {
+	kmeans.Session
+	n                     int
+	open, assign, profile time.Duration
+	maxAssign             time.Duration
+	assigns, profiles     int
+}
+
+func (m *meteredBackend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Session, error) {
+	t := time.Now()
+	s, err := m.Backend.Open(pts, opt)
+	if err != nil {
+		return nil, err
+	}
+	ms := &meteredSession{Session: s, n: pts.Len(), open: time.Since(t)}
+	m.sessions = append(m.sessions, ms)
+	return ms, nil
+}
+
+func (s *meteredSession) Assign(ctx context.Context, centroids []int32, st *kmeans.Stats) error {
+	t := time.Now()
+	err := s.Session.Assign(ctx, centroids, st)
+	d := time.Since(t)
+	s.assign += d
+	s.maxAssign = max(s.maxAssign, d)
+	s.assigns++
+	return err
+}
+
+func (s *meteredSession) Profile(ctx context.Context, inertia, utility []uint64) error {
+	t := time.Now()
+	err := s.Session.(kmeans.Profiler).Profile(ctx, inertia, utility)
+	s.profile += time.Since(t)
+	s.profiles++
+	return err
+}
+
+// BenchmarkRunStages: whole quantize runs on the deduplicated colours of
+// real images with the GPU, the reduced set on the device: the run's wall
+// time, and the time and count of the sessions' opens, Assigns and
+// Profiles on the reduced set (coarse-) and on all colours (full-). What
+// is left of the wall time is host work: the reduced set, seeding,
+// breathing's bookkeeping.
+func BenchmarkRunStages(b *testing.B) {
+	g := gpu(b)
+	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
+		px := loadPixels(b, name)
+		colors, counts, _ := UniqueRGB(px)
+		pts := colourPoints(colors, counts, "rgb")
+		for _, k := range []int{16, 64, 256} {
+			b.Run(fmt.Sprintf("%s/k=%d", name, k), func(b *testing.B) {
+				var m *meteredBackend
+				for range b.N {
+					m = &meteredBackend{Backend: g}
+					if _, err := kmeans.Run(context.Background(), pts, kmeans.Config{K: k, Backend: m}, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, s := range m.sessions {
+					stage := "full-"
+					if s.n < pts.Len() {
+						stage = "coarse-"
+					}
+					ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+					b.ReportMetric(ms(s.open), stage+"open-ms")
+					b.ReportMetric(ms(s.assign), stage+"assign-ms")
+					b.ReportMetric(float64(s.assigns), stage+"assigns")
+					b.ReportMetric(ms(s.profile), stage+"profile-ms")
+					b.ReportMetric(float64(s.profiles), stage+"profiles")
+					if c, ok := s.Session.(kmeans.Chooser); ok {
+						a, why := c.Choice()
+						b.Logf("%s%d points: %d assigns, longest %v; %s (%s)", stage, s.n, s.assigns, s.maxAssign, a, why)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkRoundTrip: the host's cost of the driver calls of one Assign,
+// each alone (an empty job on the context's thread, a memset, an 8 KiB
+// upload, a 4 KiB read-back), then whole Assigns on 32768 weighted colours
+// (a reduced set's size) at k = 16 and 256.
+func BenchmarkRoundTrip(b *testing.B) {
+	g := gpu(b)
+	var dev uint64
+	if err := g.w.do(func() (err error) { dev, err = g.alloc(8 << 10); return err }); err != nil {
+		b.Fatal(err)
+	}
+	defer g.w.do(func() error { g.free(dev); return nil })
+	host := make([]byte, 8<<10)
+	for _, c := range []struct {
+		name string
+		f    func() error
+	}{
+		{"do", func() error { return nil }},
+		{"memset", func() error { return g.memset32(dev, 0, 64) }},
+		{"htod-8k", func() error { return g.htod(dev, unsafe.Pointer(&host[0]), 8<<10) }},
+		{"dtoh-4k", func() error { return g.dtoh(unsafe.Pointer(&host[0]), dev, 4<<10) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				if err := g.w.do(c.f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	px := loadPixels(b, "graf1.png")
+	colors, counts, _ := UniqueRGB(px)
+	pts := colourPoints(colors[:32768], counts[:32768], "rgb")
+	for _, k := range []int{16, 256} {
+		b.Run(fmt.Sprintf("assign-32k/k=%d", k), func(b *testing.B) {
+			s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			cent := benchCentroids(pts, k)
+			var st kmeans.Stats
+			for i := range b.N {
+				c := cent
+				if i%2 == 0 {
+					c = cent[:3*(k-1)]
+				}
+				if err := s.Assign(context.Background(), c, &st); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -105,6 +105,7 @@ const (
 	kIMAP8     = "kq_ima_p8"
 	kGenF32    = "kq_generic_f32"
 	kGenI64    = "kq_generic_i64"
+	kProfile   = "kq_profile"
 	kDDHist    = "kq_dd_hist"
 	kDDScan1   = "kq_dd_scan1"
 	kDDScan2   = "kq_dd_scan2"
@@ -148,7 +149,7 @@ var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmal
 	kIMAP8, kGenF32, kGenI64}
 
 var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
-	kIMAP8, kGenF32, kGenI64,
+	kIMAP8, kGenF32, kGenI64, kProfile,
 	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather}

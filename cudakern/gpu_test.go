@@ -211,9 +211,40 @@ func compareSessions(t testing.TB, b *Backend, pts *kmeans.Points, opt kmeans.Se
 		if !slices.Equal(gf, cf) {
 			t.Fatalf("assign %d: Farthest %v, want %v", i, gf, cf)
 		}
+		if err := sameProfile(ctx, gs, cs, len(cent)/pts.Dim); err != nil {
+			t.Fatalf("assign %d (k=%d): %v", i, len(cent)/pts.Dim, err)
+		}
 		infos = append(infos, info(gs))
 	}
 	return infos
+}
+
+// sameProfile compares the per-cluster inertia and utility of the last
+// Assign of a GPU session g and a CPU session c (both Profilers), and the
+// inertia alone.
+func sameProfile(ctx context.Context, g, c kmeans.Session, k int) error {
+	gi, gu, ci, cu := make([]uint64, k), make([]uint64, k), make([]uint64, k), make([]uint64, k)
+	if err := g.(kmeans.Profiler).Profile(ctx, gi, gu); err != nil {
+		return err
+	}
+	if err := c.(kmeans.Profiler).Profile(ctx, ci, cu); err != nil {
+		return err
+	}
+	if !slices.Equal(gi, ci) || !slices.Equal(gu, cu) {
+		for j := range k {
+			if gi[j] != ci[j] || gu[j] != cu[j] {
+				return fmt.Errorf("Profile of cluster %d: inertia %d, utility %d; want %d, %d", j, gi[j], gu[j], ci[j], cu[j])
+			}
+		}
+	}
+	clear(gi)
+	if err := g.(kmeans.Profiler).Profile(ctx, gi, nil); err != nil {
+		return err
+	}
+	if !slices.Equal(gi, ci) {
+		return errors.New("Profile without the utility: the inertia differs")
+	}
+	return nil
 }
 
 // centroidSets draws successive centroid sets: points of pts, moved a little

@@ -1116,6 +1116,80 @@ extern "C" __global__ void __launch_bounds__(256) kq_generic_i64(const Params p)
     generic_body<i64>(p, (i64)0x7fffffffffffffffLL);
 }
 
+// ------------------------------------------------------------ profile
+//
+// What each cluster adds to the inertia and its utility (breathing k-means):
+// per point the nearest centroid (ties to the lowest index) at squared
+// distance d1 and the next-nearest at d2, exact in 64-bit integers with the
+// CPU's wrapping arithmetic; the point adds w·d1 to its cluster's inertia
+// and w·(d2 − d1) to its utility (nothing when k = 1). Per-block sums in
+// shared memory (two 32-bit words with carry) and one global atomic per
+// block and slot, or global atomics when 2k slots do not fit.
+
+struct ProfParams {
+    u64 pts;      // int32 SoA: coords[j*npad + i] = x_j - center_j
+    u64 weights;  // u32 per point, or 0 for all ones
+    u64 cent;     // i64 [k*dim], centred
+    u64 out;      // u64 [2k]: inertia of each cluster, then utility
+    int n, npad, k, dim;
+    int util, smem, pad0, pad1;  // util: utility too; smem: block sums in shared memory
+};
+
+static_assert(sizeof(ProfParams) == 64, "ProfParams layout");
+
+extern "C" __global__ void __launch_bounds__(256) kq_profile(const ProfParams p) {
+    extern __shared__ __align__(16) u32 sprof[];
+    const int k = p.k, dim = p.dim, slots = p.util ? 2 * k : k;
+    if (p.smem) {
+        for (int e = threadIdx.x; e < 2 * slots; e += blockDim.x) sprof[e] = 0;
+        __syncthreads();
+    }
+    const int* X = (const int*)p.pts;
+    const i64* C = (const i64*)p.cent;
+    const u32* W = (const u32*)p.weights;
+    u64* out = (u64*)p.out;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x) {
+        i64 x[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) x[j] = j < dim ? (i64)__ldg(X + (size_t)j * p.npad + i) : 0;
+        u64 d1 = ~0ull, d2 = ~0ull;
+        int l1 = 0;
+        for (int c = 0; c < k; c++) {
+            const i64* cc = C + (size_t)c * dim;
+            u64 d = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                if (j < dim) {
+                    const u64 e = (u64)(x[j] - __ldg(cc + j));
+                    d += e * e;
+                }
+            for (int j = 8; j < dim; j++) {
+                const u64 e = (u64)((i64)__ldg(X + (size_t)j * p.npad + i) - __ldg(cc + j));
+                d += e * e;
+            }
+            if (d < d1) {
+                d2 = d1, d1 = d, l1 = c;
+            } else if (d < d2) {
+                d2 = d;
+            }
+        }
+        const u64 w = W ? (u64)__ldg(W + i) : 1ull;
+        const u64 vi = w * d1;
+        const u64 vu = (p.util && k > 1) ? w * (d2 - d1) : 0;
+        if (p.smem) {
+            if (vi) add64(sprof + 2 * l1, (i64)vi);
+            if (vu) add64(sprof + 2 * (k + l1), (i64)vu);
+        } else {
+            if (vi) atomicAdd(out + l1, vi);
+            if (vu) atomicAdd(out + k + l1, vu);
+        }
+    }
+    if (p.smem) {
+        __syncthreads();
+        flush(sprof, slots, out);
+    }
+}
+
 // ------------------------------------------------------ colour dedup, remap
 //
 // Exact deduplication of packed 0xRRGGBB pixels with a count table over all

@@ -21,6 +21,13 @@ type kparams struct {
 
 const paramsSize = int(unsafe.Sizeof(kparams{}))
 
+// profParams mirrors struct ProfParams of kernels.cu (kq_profile).
+type profParams struct {
+	Pts, Weights, Cent, Out uint64
+	N, Npad, K, Dim         int32
+	Util, Smem, pad0, pad1  int32
+}
+
 // Params.flags and Params.fmt, as in kernels.cu.
 const (
 	flagAllMoved  = 1

@@ -44,6 +44,10 @@ func TestParamsLayout(t *testing.T) {
 	if paramsSize > upHeader {
 		t.Errorf("params (%d bytes) overflow the %d-byte header", paramsSize, upHeader)
 	}
+	var pp profParams
+	if unsafe.Sizeof(pp) != 64 || unsafe.Offsetof(pp.N) != 32 || unsafe.Offsetof(pp.Util) != 48 {
+		t.Errorf("profParams: size %d, N at %d, Util at %d; want 64, 32, 48", unsafe.Sizeof(pp), unsafe.Offsetof(pp.N), unsafe.Offsetof(pp.Util))
+	}
 	var d dedupParams
 	if unsafe.Sizeof(d) != 72 || unsafe.Offsetof(d.N) != 64 {
 		t.Errorf("dedupParams: size %d, N at %d; want 72, 64", unsafe.Sizeof(d), unsafe.Offsetof(d.N))

@@ -90,8 +90,8 @@ type session struct {
 	label32 bool
 	capK    int // clusters the device buffers have room for
 
-	dPts, dI32, dW, dLabels, dUp, dAcc uint64
-	upBytes, accBytes                  int
+	dPts, dI32, dW, dLabels, dUp, dAcc, dProf uint64
+	upBytes, accBytes, profBytes              int
 
 	algo   kmeans.Algorithm // as asked (Auto: the hybrid chooses cur)
 	cur    kmeans.Algorithm // the algorithm of the next pass: GEMM, Lloyd, WuHong or Bounds
@@ -204,10 +204,11 @@ func (s *session) allocK(k int) error {
 func (s *session) release() {
 	s.seedRelease()
 	b := s.b
-	for _, p := range []*uint64{&s.dPts, &s.dI32, &s.dW, &s.dLabels, &s.dUp, &s.dAcc} {
+	for _, p := range []*uint64{&s.dPts, &s.dI32, &s.dW, &s.dLabels, &s.dUp, &s.dAcc, &s.dProf} {
 		b.free(*p)
 		*p = 0
 	}
+	s.profBytes = 0
 	s.pr.release(b)
 	s.accOK = false
 }

@@ -18,6 +18,18 @@ type Backend interface {
 	Open(pts *Points, opt SessionOptions) (Session, error)
 }
 
+// A CoarseRunner is a Backend that may also run the seeded starts and
+// breathing on the reduced point set of Config.Coarse, which otherwise run
+// on the CPU: many short passes over a few thousand points, where a
+// device's round trip per pass can cost more than the pass. RunsCoarse
+// says whether it should, for n reduced points, k clusters and dimension
+// dim. Sessions on the reduced set should be Profilers, since breathing
+// profiles the clusters twice a cycle.
+type CoarseRunner interface {
+	Backend
+	RunsCoarse(n, k, dim int) bool
+}
+
 // SessionOptions tunes a Session. None of them changes a result.
 type SessionOptions struct {
 	MaxK      int

@@ -95,7 +95,8 @@ type Config struct {
 	Algorithm Algorithm
 	Update    Update
 	// Backend runs the assignment on all points; nil means the CPU
-	// backend. The starts on the reduced set of Coarse run on the CPU.
+	// backend. The starts on the reduced set of Coarse run on the CPU
+	// unless Backend is a CoarseRunner that asks for them.
 	Backend Backend
 	// Workers is the number of CPU threads; 0 means GOMAXPROCS. It never
 	// changes the result.

@@ -376,6 +376,60 @@ func TestStartsSideBySide(t *testing.T) {
 	}
 }
 
+// coarseBackend is a backend whose sessions are CPU sessions seen only
+// through the Session interface (and Profiler, if profile), as a device's
+// would be: no kd-tree to share, no forks. It records the size of every
+// point set it opens.
+type coarseBackend struct {
+	coarse, profile bool
+	opened          []int
+}
+
+type plainSession struct{ Session }
+
+type profilingSession struct {
+	Session
+	Profiler
+}
+
+func (b *coarseBackend) Name() string { return "coarse-test" }
+
+func (b *coarseBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
+	b.opened = append(b.opened, pts.Len())
+	s, err := CPU.Open(pts, opt)
+	if err != nil || !b.profile {
+		return plainSession{s}, err
+	}
+	return profilingSession{s, s.(Profiler)}, nil
+}
+
+func (b *coarseBackend) RunsCoarse(n, k, dim int) bool { return b.coarse }
+
+// TestCoarseRunner: a backend that asks for the reduced set runs it, its
+// starts one after another, and the model is the CPU's.
+func TestCoarseRunner(t *testing.T) {
+	p := randomPoints(19, 30000, 3, 2040)
+	cfg := Config{K: 20, Seed: 5, Workers: 2, Starts: 3, Coarse: 5000}
+	want, err := Run(context.Background(), p, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []*coarseBackend{{coarse: true, profile: true}, {coarse: true}, {}} {
+		cfg.Backend = b
+		got, err := Run(context.Background(), p, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := sameModel(got, want); msg != "" {
+			t.Errorf("coarse %v, profile %v: %s", b.coarse, b.profile, msg)
+		}
+		reduced := slices.ContainsFunc(b.opened, func(n int) bool { return n < p.Len() })
+		if reduced != b.coarse || !slices.Contains(b.opened, p.Len()) {
+			t.Errorf("coarse %v: opened point sets of %v points", b.coarse, b.opened)
+		}
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	p := randomPoints(1, 10, 3, 100)
 	for _, cfg := range []Config{

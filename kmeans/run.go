@@ -35,10 +35,11 @@ type runner struct {
 // stage is a point set with its session: the full points, or the reduced
 // set that the starts run on.
 type stage struct {
-	pts    *Points
-	sess   Session
-	coarse bool
-	tol    float64 // the stopping tolerance of Lloyd on this stage
+	pts     *Points
+	sess    Session
+	backend Backend // the backend of sess
+	coarse  bool
+	tol     float64 // the stopping tolerance of Lloyd on this stage
 }
 
 // coarseTol is the loosest tolerance of Lloyd on the reduced set: its
@@ -225,21 +226,20 @@ func autoStarts(k int) int {
 }
 
 // open makes a stage of pts; refining says that it starts from centroids
-// that converged on a reduced set. The reduced set always runs on the CPU: it
-// is small by construction, where a GPU gains little over the round trip
-// of each iteration, and breathing's profiles are cheap in the CPU's
-// kd-tree. The answer is the same on every backend.
+// that converged on a reduced set. The reduced set runs on the CPU unless
+// the backend is a CoarseRunner that asks for it. The answer is the same
+// on every backend.
 func (r *runner) open(pts *Points, coarse, refining bool) (stage, error) {
 	cfg := &r.cfg
 	be := cfg.Backend
-	if coarse {
+	if cr, ok := be.(CoarseRunner); coarse && (!ok || !cr.RunsCoarse(pts.Len(), cfg.K, pts.Dim)) {
 		be = CPU
 	}
 	sess, err := be.Open(pts, r.sessionOptions(coarse, refining, cfg.Workers))
 	if err != nil {
 		return stage{}, fmt.Errorf("kmeans: %s backend: %w", be.Name(), err)
 	}
-	return stage{pts: pts, sess: sess, coarse: coarse}, nil
+	return stage{pts: pts, sess: sess, backend: be, coarse: coarse}, nil
 }
 
 // sessionOptions are the options of the run's sessions: on the reduced
@@ -285,8 +285,8 @@ func (r *runner) starts(ctx context.Context, sg stage, starts int) (*Model, []in
 		r.seeder(sg.pts).adopt(kdTreeOf(sg.sess))
 	}
 	lanes := min(r.workers(), starts)
-	if !sg.coarse && r.cfg.Backend != CPU {
-		lanes = 1
+	if sg.backend != CPU {
+		lanes = 1 // one device runs the starts in turn
 	}
 	if lanes <= 1 {
 		for s := range starts {

@@ -1,0 +1,68 @@
+package cudakern
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWorkerHandoff: jobs from several goroutines each run once, on the
+// worker's goroutine, one at a time, with their errors and panics handed
+// back, whether the worker is spinning or parked when they arrive.
+func TestWorkerHandoff(t *testing.T) {
+	w := &worker{wake: make(chan struct{}, 1)}
+	go w.serve()
+	var (
+		running, ran int
+		mu           sync.Mutex
+		wg           sync.WaitGroup
+	)
+	job := func() error {
+		mu.Lock()
+		running++
+		if running != 1 {
+			t.Error("two jobs at once")
+		}
+		mu.Unlock()
+		mu.Lock()
+		running--
+		ran++
+		mu.Unlock()
+		return nil
+	}
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 300 {
+				if (i+g)%50 == 0 {
+					time.Sleep(2 * spinIdle) // let the worker park
+				}
+				if err := w.do(job); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ran != 1200 {
+		t.Fatalf("%d jobs ran, want 1200", ran)
+	}
+	long := false
+	if err := w.do(func() error { time.Sleep(3 * spinWait); long = true; return nil }); err != nil || !long {
+		t.Fatalf("a job longer than the caller's spin: %v, ran %v", err, long)
+	}
+	want := errors.New("boom")
+	if err := w.do(func() error { return want }); err != want {
+		t.Fatalf("error %v, want %v", err, want)
+	}
+	time.Sleep(3 * spinIdle)
+	if err := w.do(func() error { panic("driver") }); err == nil || !strings.Contains(err.Error(), "panic in driver call") {
+		t.Fatalf("panic gave %v", err)
+	}
+	if err := w.do(func() error { return nil }); err != nil {
+		t.Fatalf("after a panic: %v", err)
+	}
+}
