@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -417,5 +418,61 @@ func BenchmarkRoundTrip(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkSmallSets: Assign on small point sets, where a pass costs
+// little more than its round trip: 32768 colours of graf1 (on the 8-bit
+// grid), the same moved off the grid by one unit here and there (as a
+// reduced set's weighted means are), and smarties' 18365 colours; the
+// tensor-core path (gemm, the kernel Assign picks) against the plain exact
+// kernel (lloyd). It reports the wall time per Assign and the kernel's.
+func BenchmarkSmallSets(b *testing.B) {
+	g := gpu(b)
+	px := loadPixels(b, "graf1.png")
+	colors, counts, _ := UniqueRGB(px)
+	grid := colourPoints(colors[:32768], counts[:32768], "rgb")
+	off := &kmeans.Points{Dim: 3, Coords: slices.Clone(grid.Coords), Weights: grid.Weights}
+	for i := range off.Coords {
+		if i%7 == 3 {
+			off.Coords[i]++
+		}
+	}
+	px = loadPixels(b, "smarties.png")
+	colors, counts, _ = UniqueRGB(px)
+	smarties := colourPoints(colors, counts, "rgb")
+	for _, set := range []struct {
+		name string
+		pts  *kmeans.Points
+	}{{"grid-32k", grid}, {"off-grid-32k", off}, {"smarties", smarties}} {
+		for _, k := range []int{16, 64, 256} {
+			for _, algo := range []kmeans.Algorithm{kmeans.GEMM, kmeans.Lloyd} {
+				b.Run(fmt.Sprintf("%s/k=%d/%s", set.name, k, algo), func(b *testing.B) {
+					s, err := g.Open(set.pts, kmeans.SessionOptions{MaxK: k, Algorithm: algo})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer s.Close()
+					if err := timeKernels(s); err != nil {
+						b.Fatal(err)
+					}
+					cent := benchCentroids(set.pts, k)
+					var st kmeans.Stats
+					var total float64
+					for i := range b.N {
+						c := cent
+						if i%2 == 0 {
+							c = cent[:3*(k-1)]
+						}
+						if err := s.Assign(context.Background(), c, &st); err != nil {
+							b.Fatal(err)
+						}
+						total += info(s).ms
+					}
+					b.ReportMetric(total/float64(b.N), "kernel-ms")
+					b.Logf("kernel %s", info(s).kernel)
+				})
+			}
+		}
 	}
 }

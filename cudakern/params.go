@@ -424,28 +424,30 @@ func (L *layout) imaTable(centroids []int32, m int64, tab []int32) {
 			bias[8*t+c%8] = math.MaxInt32
 			continue
 		}
-		var groups [8]uint32
+		// row j: the 8 signed bytes of axis j, byte i = ⌊c”_j/8⌋ plus one
+		// for i < c”_j mod 8, made without carries between bytes
+		var rows [4]uint64
 		var norm, sum int64
 		for j := range dim {
 			cc := int64(centroids[c*dim+j]) - L.lo[j] - 128*g
 			norm += cc * cc
 			sum += cc
 			u := cc >> 3 // floor(cc / 8)
-			v := cc - 8*u
-			for i := range groups {
-				b := u
-				if int64(i) < v {
-					b++
-				}
-				groups[i] |= uint32(uint8(int8(b))) << (8 * j)
-			}
+			low := uint64(1)<<(8*uint(cc-8*u)) - 1
+			rows[j] = low&(0x0101010101010101*uint64(uint8(int8(u+1)))) | ^low&(0x0101010101010101*uint64(uint8(int8(u))))
 		}
 		for q := range 4 {
-			tab[64*t+2*(4*r+q)] = int32(groups[q])
-			tab[64*t+2*(4*r+q)+1] = int32(groups[q+4])
+			tab[64*t+2*(4*r+q)] = int32(column(&rows, q))
+			tab[64*t+2*(4*r+q)+1] = int32(column(&rows, q+4))
 		}
 		bias[8*t+c%8] = int32(uint32(256*(norm+256*g*sum-m) + int64(c%256)))
 	}
+}
+
+// column returns byte i of each row, row j's in byte j.
+func column(rows *[4]uint64, i int) uint32 {
+	sh := 8 * uint(i)
+	return uint32(rows[0]>>sh&0xff) | uint32(rows[1]>>sh&0xff)<<8 | uint32(rows[2]>>sh&0xff)<<16 | uint32(rows[3]>>sh&0xff)<<24
 }
 
 // imaParams fills the integer tensor-core kernel's fields of p: g², the XOR
@@ -479,48 +481,40 @@ func indexBits(kpad int) (s, chunk int) {
 }
 
 // fragments writes the B fragments of the fast kernel for centroids
-// (uncentred, k·dim) to frag (kpad/8 tiles × 32 lanes) and their centred
-// coordinates to cent (k·4 float32).
-func (L *layout) fragments(centroids []int32, kpad int, frag []uint32, cent []float32) {
+// (uncentred, k·dim) to frag (kpad/8 tiles × 32 lanes): lane 4r + q of
+// tile t holds, for centroid 8t + r, the fp16 pairs (-2x_0, -2x_1),
+// (-2x_2, -2x_3), (1, 2048) and (|x|² mod 2048, |x|²/2048) for q = 0…3,
+// x the centred coordinates.
+func (L *layout) fragments(centroids []int32, kpad int, frag []uint32) {
 	dim := L.dim
 	k := len(centroids) / dim
-	one, h2048 := mustHalf(1), mustHalf(2048)
-	for t := range kpad / 8 {
-		for lane := range 32 {
-			r, q := lane>>2, lane&3
-			c := 8*t + r
-			var v uint32
-			if c >= k {
-				// padding: at |c|² = 2^22 - 1 from every point, never chosen
-				switch q {
-				case 2:
-					v = half2(one, h2048)
-				case 3:
-					v = half2(mustHalf(2047), mustHalf(2047))
-				}
-				frag[t*32+lane] = v
-				continue
-			}
-			var x [4]int64
-			var norm int64
-			for j := range dim {
-				x[j] = int64(centroids[c*dim+j]) - L.center[j]
-				norm += x[j] * x[j]
-			}
-			switch q {
-			case 0:
-				v = half2(mustHalf(-2*x[0]), mustHalf(-2*x[1]))
-			case 1:
-				v = half2(mustHalf(-2*x[2]), mustHalf(-2*x[3]))
-			case 2:
-				v = half2(one, h2048)
-			case 3:
-				v = half2(mustHalf(norm%2048), mustHalf(norm/2048))
-			}
-			frag[t*32+lane] = v
+	ones := half2(mustHalf(1), mustHalf(2048))
+	// padding: at |c|² = 2^22 - 1 from every point, never chosen
+	pad := half2(mustHalf(2047), mustHalf(2047))
+	for c := range kpad {
+		f := frag[(c/8)*32+4*(c%8):][:4]
+		if c >= k {
+			f[0], f[1], f[2], f[3] = 0, 0, ones, pad
+			continue
 		}
+		var x [4]int64
+		var norm int64
+		for j := range dim {
+			x[j] = int64(centroids[c*dim+j]) - L.center[j]
+			norm += x[j] * x[j]
+		}
+		f[0] = half2(mustHalf(-2*x[0]), mustHalf(-2*x[1]))
+		f[1] = half2(mustHalf(-2*x[2]), mustHalf(-2*x[3]))
+		f[2] = ones
+		f[3] = half2(mustHalf(norm%2048), mustHalf(norm/2048))
 	}
-	for c := range k {
+}
+
+// centres writes the centred coordinates of centroids (uncentred, k·dim)
+// to cent (k·4 float32, zero beyond dim).
+func (L *layout) centres(centroids []int32, cent []float32) {
+	dim := L.dim
+	for c := range len(centroids) / dim {
 		for j := range 4 {
 			var x int64
 			if j < dim {

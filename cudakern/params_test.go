@@ -161,7 +161,18 @@ func TestFragmentsEmulated(t *testing.T) {
 			kpad := (k + 7) / 8 * 8
 			frag := make([]uint32, 4*kpad)
 			cf := make([]float32, 4*k)
-			L.fragments(cent, kpad, frag, cf)
+			L.fragments(cent, kpad, frag)
+			L.centres(cent, cf)
+			for i, v := range cf {
+				c, j := i/4, i%4
+				want := float32(0)
+				if j < L.dim {
+					want = float32(int64(cent[c*L.dim+j]) - L.center[j])
+				}
+				if v != want {
+					t.Fatalf("%s: centre %d axis %d = %v, want %v", tc.name, c, j, v, want)
+				}
+			}
 			for trial := 0; trial < 200; trial++ {
 				i := rng.IntN(L.n)
 				a := pointSlots(&L, &p, data, i)
@@ -559,4 +570,42 @@ func rgbBoxCentroids(rng *rand.Rand, k int) (layout, []int32) {
 	}
 	cent[0], cent[1], cent[2], cent[3], cent[4], cent[5] = 0, 0, 0, 2040, 2040, 2040
 	return planLayout(rgb), cent
+}
+
+// BenchmarkHostTables: the host's share of a fast Assign at k = 256 on
+// colours: the checks and tables of the integer kernels and the fp16
+// fragments, each made once a pass.
+func BenchmarkHostTables(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pts := &kmeans.Points{Dim: 3, Coords: make([]int32, 3*20000)}
+	for i := range pts.Coords {
+		pts.Coords[i] = int32(rng.IntN(256) * kmeans.Scale)
+	}
+	L := planLayout(pts)
+	k, kpad := 256, 256
+	cent := make([]int32, 3*k)
+	for i := range cent {
+		cent[i] = int32(rng.IntN(256*kmeans.Scale - 8))
+	}
+	m, ok := L.imaFits(cent)
+	if !ok {
+		b.Fatal("centroids do not fit the integer kernels")
+	}
+	b.Run("fits", func(b *testing.B) {
+		for range b.N {
+			L.imaFits(cent)
+		}
+	})
+	b.Run("imaTable", func(b *testing.B) {
+		tab := make([]int32, imaTableBytes(k)/4)
+		for range b.N {
+			L.imaTable(cent, m, tab)
+		}
+	})
+	b.Run("fragments", func(b *testing.B) {
+		frag := make([]uint32, 4*kpad)
+		for range b.N {
+			L.fragments(cent, kpad, frag)
+		}
+	})
 }

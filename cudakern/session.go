@@ -414,22 +414,35 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		L.fastParams(&p)
 		up += 16*kpad + 16*k
 		s.grow(up)
-		frag := unsafe.Slice((*uint32)(unsafe.Pointer(&s.up[upHeader])), 4*kpad)
-		cent := unsafe.Slice((*float32)(unsafe.Pointer(&s.up[upHeader+16*kpad])), 4*k)
-		L.fragments(centroids, kpad, frag, cent)
 		p.Frag = s.dUp + upHeader
 		p.Cent = s.dUp + uint64(upHeader+16*kpad)
-		idpM, idp := L.idpFits(centroids)
-		imaM, ima := L.imaFits(centroids)
+		// Which kernel: the integer ones' conditions are checked only
+		// where they could be picked, and each kernel's tables are made
+		// only for it (on a small set they cost more than the kernel).
+		var idpM, imaM int64
+		var idp, ima bool
 		imaSmem := imaTableBytes(k) + 8*slots
-		ima = ima && b.imaErr == nil && imaSmem <= b.smem
+		if b.imaErr == nil && imaSmem <= b.smem && (s.variant == "ima" || s.variant == "" && k >= imaAutoMin && k <= idpK) {
+			imaM, ima = L.imaFits(centroids)
+		}
+		if !ima && (s.variant == "idp" || s.variant == "" && k <= idpK) {
+			idpM, idp = L.idpFits(centroids)
+		}
 		kernel = s.fastKernel(k, idp, ima)
+		frag := unsafe.Slice((*uint32)(unsafe.Pointer(&s.up[upHeader])), 4*kpad)
+		cent := unsafe.Slice((*float32)(unsafe.Pointer(&s.up[upHeader+16*kpad])), 4*k)
 		smem = fastSmem
 		perIter := 8 * 32 // points per block and step with two m-tiles
 		switch kernel {
+		case kFastP8M2, kFastP16M2:
+			L.fragments(centroids, kpad, frag)
+			L.centres(centroids, cent)
 		case kFastP8M4, kFastP16M4:
+			L.fragments(centroids, kpad, frag)
+			L.centres(centroids, cent)
 			perIter *= 2
 		case kSmallP8, kSmallP16:
+			L.centres(centroids, cent)
 			perIter = 256 * 4
 			smem = 16*k + 8*slots
 		case kIDPP8:
