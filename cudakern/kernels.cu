@@ -1333,7 +1333,6 @@ struct PPParams {
     u64 D;      // u32 per point
     u64 bsum;   // u64 per block: Σ w·D
     u64 bpre;   // u64 per block: inclusive prefix of bsum
-    u64 rs;     // u64 [T]: draws
     u64 cand;   // int [T]: the points drawn
     u64 gains;  // u64 [T]
     u64 out;    // u64 [2]: chosen point, potential
@@ -1341,9 +1340,10 @@ struct PPParams {
     int n, fmt, dim, T;
     int k, nblocks, mode, pad0;  // mode (start): 0 = D from cent, 1 = D = 1
     float g[4], off[4];
+    u64 rs[PP_MAXT];  // the draws, by value: no copy before a step
 };
 
-static_assert(sizeof(PPParams) == 80 + 32 + 32, "PPParams layout");
+static_assert(sizeof(PPParams) == 72 + 32 + 32 + 8 * PP_MAXT, "PPParams layout");
 
 __device__ __forceinline__ void pp_point(const PPParams& p, int i, float x[4]) {
     if (p.fmt == FMT_P8) {
@@ -1435,7 +1435,8 @@ extern "C" __global__ void __launch_bounds__(1024) kq_pp_scan(const PPParams p) 
 extern "C" __global__ void __launch_bounds__(1024) kq_pp_sample(const PPParams p) {
     const int t = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (t >= p.T) return;
-    const u64 r = ((const u64*)p.rs)[t];
+    const u64 r = p.rs[t];
+    if (lane == 0) ((u64*)p.gains)[t] = 0;  // kq_pp_gains adds to it next
     const u64* pre = (const u64*)p.bpre;
     // first block whose inclusive prefix exceeds r
     int a = 0, z = p.nblocks - 1;

@@ -48,6 +48,10 @@ func TestParamsLayout(t *testing.T) {
 	if unsafe.Sizeof(pp) != 64 || unsafe.Offsetof(pp.N) != 32 || unsafe.Offsetof(pp.Util) != 48 {
 		t.Errorf("profParams: size %d, N at %d, Util at %d; want 64, 32, 48", unsafe.Sizeof(pp), unsafe.Offsetof(pp.N), unsafe.Offsetof(pp.Util))
 	}
+	var sp ppParams
+	if unsafe.Sizeof(sp) != 392 || unsafe.Offsetof(sp.N) != 72 || unsafe.Offsetof(sp.Rs) != 136 {
+		t.Errorf("ppParams: size %d, N at %d, Rs at %d; want 392, 72, 136", unsafe.Sizeof(sp), unsafe.Offsetof(sp.N), unsafe.Offsetof(sp.Rs))
+	}
 	var d dedupParams
 	if unsafe.Sizeof(d) != 72 || unsafe.Offsetof(d.N) != 64 {
 		t.Errorf("dedupParams: size %d, N at %d; want 72, 64", unsafe.Sizeof(d), unsafe.Offsetof(d.N))

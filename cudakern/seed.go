@@ -3,8 +3,11 @@ package cudakern
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"unsafe"
+
+	"github.com/kquant/kquant/kmeans"
 )
 
 // Seeder is k-means++ seeding on the device, as the sessions of this
@@ -23,36 +26,31 @@ import (
 //	}
 //
 // Each call is one round trip to the device. Sessions whose points the
-// fast kernels cannot take (see Open) return ErrSeedUnsupported.
-type Seeder interface {
-	// SeedInit sets every point's D to its squared distance to the nearest
-	// of centroids (k·Dim; none: D = 1) and returns the potential Σ w·D.
-	SeedInit(centroids []int32) (pot uint64, err error)
-	// SeedPick returns the first point whose inclusive prefix sum of w·D
-	// exceeds r (r < pot).
-	SeedPick(r uint64) (int, error)
-	// SeedStep picks the point of each draw in rs (each < pot, at most 32)
-	// as SeedPick does, computes each candidate's gain Σ w·max(0, D − d),
-	// makes the first candidate of largest gain a centroid (D = min(D, d))
-	// and returns it and the new potential.
-	SeedStep(rs []uint64) (best int, pot uint64, err error)
-}
+// fast kernels cannot take (see Open) return ErrSeedUnsupported. The
+// engine (kmeans.Run) seeds through it whenever a session is one.
+type Seeder = kmeans.Seeder
 
 // ErrSeedUnsupported is returned by the Seeder methods of a session whose
-// points or centroids are outside the exact range of the fast kernels.
-var ErrSeedUnsupported = errors.New("cudakern: device seeding needs colour-like points (dimension ≤ 4, exact fp32 distances)")
+// points or centroids are outside the exact range of the fast kernels. It
+// wraps kmeans.ErrSeedUnsupported.
+var ErrSeedUnsupported = fmt.Errorf("cudakern: device seeding needs colour-like points (dimension ≤ 4, exact fp32 distances): %w", kmeans.ErrSeedUnsupported)
+
+// errSeedOnHost is SeedInit's answer when KQUANT_CUDA_SEED=host leaves
+// k-means++ to the host (benchmarks compare the two).
+var errSeedOnHost = fmt.Errorf("cudakern: KQUANT_CUDA_SEED=host: %w", kmeans.ErrSeedUnsupported)
 
 // ppParams mirrors struct PPParams of kernels.cu.
 type ppParams struct {
-	Pts, Weights, D, Bsum, Bpre, Rs, Cand, Gains, Out, Cent uint64
-	N, Fmt, Dim, T                                          int32
-	K, Nblocks, Mode, Pad0                                  int32
-	G, Off                                                  [4]float32
+	Pts, Weights, D, Bsum, Bpre, Cand, Gains, Out, Cent uint64
+	N, Fmt, Dim, T                                      int32
+	K, Nblocks, Mode, Pad0                              int32
+	G, Off                                              [4]float32
+	Rs                                                  [ppMaxT]uint64 // the draws, by value
 }
 
 const (
 	ppChunk = 2048
-	ppMaxT  = 32
+	ppMaxT  = kmeans.MaxSeedTrials
 )
 
 // seedState holds the device buffers of the seeding.
@@ -77,8 +75,8 @@ func (s *session) seedBuffers() error {
 		b.free(st.dD)
 		return err
 	}
-	// small: rs (32 u64) | cand (32 int32) | gains (32 u64) | out (2 u64)
-	if st.dSmall, err = b.alloc(256 + 128 + 256 + 16); err != nil {
+	// small: cand (32 int32) | gains (32 u64) | out (2 u64)
+	if st.dSmall, err = b.alloc(128 + 256 + 16); err != nil {
 		b.free(st.dD)
 		b.free(st.dBlocks)
 		return err
@@ -86,7 +84,7 @@ func (s *session) seedBuffers() error {
 	p := &st.p
 	p.Pts, p.Weights, p.D = s.dPts, s.dW, st.dD
 	p.Bsum, p.Bpre = st.dBlocks, st.dBlocks+8*uint64(st.nblocks)
-	p.Rs, p.Cand, p.Gains, p.Out = st.dSmall, st.dSmall+256, st.dSmall+384, st.dSmall+640
+	p.Cand, p.Gains, p.Out = st.dSmall, st.dSmall+128, st.dSmall+384
 	p.N, p.Fmt, p.Dim, p.Nblocks = int32(L.n), int32(L.fmt), int32(L.dim), int32(st.nblocks)
 	for j := range L.dim {
 		p.G[j], p.Off[j] = float32(L.g[j]), float32(L.off[j])
@@ -110,6 +108,9 @@ func (s *session) seedCheck() error {
 	}
 	if !s.L.fast || s.L.n == 0 || s.dPts == 0 {
 		return ErrSeedUnsupported
+	}
+	if os.Getenv("KQUANT_CUDA_SEED") == "host" {
+		return errSeedOnHost
 	}
 	return nil
 }
@@ -190,11 +191,7 @@ func (s *session) SeedPick(r uint64) (int, error) {
 	}
 	var c int32
 	err := s.b.w.do(func() error {
-		s.seed.p.T = 1
-		rr := r
-		if err := s.b.htod(s.seed.p.Rs, unsafe.Pointer(&rr), 8); err != nil {
-			return err
-		}
+		s.seed.p.T, s.seed.p.Rs[0] = 1, r
 		if err := s.ppLaunch(kPPSample, 1, 32); err != nil {
 			return err
 		}
@@ -218,12 +215,7 @@ func (s *session) SeedStep(rs []uint64) (int, uint64, error) {
 	err := s.b.w.do(func() error {
 		st := s.seed
 		st.p.T = int32(len(rs))
-		if err := s.b.htod(st.p.Rs, unsafe.Pointer(&rs[0]), 8*len(rs)); err != nil {
-			return err
-		}
-		if err := s.b.memset32(st.p.Gains, 0, 2*len(rs)); err != nil {
-			return err
-		}
+		copy(st.p.Rs[:], rs) // by value, and kq_pp_sample zeroes the gains
 		for _, l := range []struct {
 			name        string
 			grid, block int

@@ -1,6 +1,9 @@
 package kmeans
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // A Backend runs the data-parallel half of k-means: labelling every point
 // with its nearest centroid and accumulating per-cluster statistics.
@@ -89,6 +92,38 @@ type Profiler interface {
 type Rebaser interface {
 	Rebase(from []int) error
 }
+
+// A Seeder is a Session that runs weighted k-means++ (with greedy trials)
+// where its points are, such as on a device, while the engine keeps the
+// random draws, so that the centroids are those of the host's k-means++:
+// the first is SeedPick of a draw below the total weight (with no fixed
+// centroids), then each step draws Trials values below the potential and
+// SeedStep makes the first candidate of largest gain a centroid. Each
+// call may be a round trip to the device.
+type Seeder interface {
+	// SeedInit sets every point's D to its squared distance to the
+	// nearest of centroids (k·Dim; none: D = 1) and returns the potential
+	// Σ w·D. An error wrapping ErrSeedUnsupported says that this session
+	// cannot seed (these points, these centroids): the engine then seeds
+	// on the host.
+	SeedInit(centroids []int32) (pot uint64, err error)
+	// SeedPick returns the first point whose inclusive prefix sum of w·D
+	// exceeds r (r < pot).
+	SeedPick(r uint64) (int, error)
+	// SeedStep picks the point of each draw in rs (each below the
+	// potential, at most MaxSeedTrials of them) as SeedPick does, computes
+	// each candidate's gain Σ w·max(0, D − d), makes the first candidate of
+	// largest gain a centroid (D = min(D, d)) and returns it and the new
+	// potential.
+	SeedStep(rs []uint64) (best int, pot uint64, err error)
+}
+
+// MaxSeedTrials is the most draws of one Seeder step.
+const MaxSeedTrials = 32
+
+// ErrSeedUnsupported is wrapped by the SeedInit error of a Seeder that
+// cannot seed the points it holds.
+var ErrSeedUnsupported = errors.New("kmeans: seeding not supported on these points")
 
 // A Counter is a Session that reports how many point–centroid distances
 // its last Assign computed: the work the pruning algorithms save (the

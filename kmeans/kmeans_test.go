@@ -3,6 +3,7 @@ package kmeans
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -426,6 +427,128 @@ func TestCoarseRunner(t *testing.T) {
 		reduced := slices.ContainsFunc(b.opened, func(n int) bool { return n < p.Len() })
 		if reduced != b.coarse || !slices.Contains(b.opened, p.Len()) {
 			t.Errorf("coarse %v: opened point sets of %v points", b.coarse, b.opened)
+		}
+	}
+}
+
+// seedingSession is a Seeder by brute force on the host, as a device
+// would run it; unsupported makes it decline.
+type seedingSession struct {
+	Session
+	pts         *Points
+	d           []uint64
+	unsupported bool
+	steps       int
+}
+
+func (s *seedingSession) potential() uint64 {
+	var pot uint64
+	for i, d := range s.d {
+		pot += s.pts.Weight(i) * d
+	}
+	return pot
+}
+
+func (s *seedingSession) SeedInit(cent []int32) (uint64, error) {
+	if s.unsupported {
+		return 0, fmt.Errorf("test: %w", ErrSeedUnsupported)
+	}
+	s.d = make([]uint64, s.pts.Len())
+	for i := range s.d {
+		s.d[i] = 1
+		if len(cent) > 0 {
+			s.d[i] = Dist(s.pts.At(i), cent[:s.pts.Dim])
+			for c := s.pts.Dim; c < len(cent); c += s.pts.Dim {
+				s.d[i] = min(s.d[i], Dist(s.pts.At(i), cent[c:c+s.pts.Dim]))
+			}
+		}
+	}
+	return s.potential(), nil
+}
+
+func (s *seedingSession) SeedPick(r uint64) (int, error) {
+	var acc uint64
+	for i, d := range s.d {
+		if acc += s.pts.Weight(i) * d; acc > r {
+			return i, nil
+		}
+	}
+	return 0, errors.New("test: draw beyond the potential")
+}
+
+func (s *seedingSession) SeedStep(rs []uint64) (int, uint64, error) {
+	s.steps++
+	best, bestGain := -1, uint64(0)
+	for _, r := range rs {
+		c, err := s.SeedPick(r)
+		if err != nil {
+			return 0, 0, err
+		}
+		var gain uint64
+		for i, d := range s.d {
+			if dc := Dist(s.pts.At(i), s.pts.At(c)); dc < d {
+				gain += s.pts.Weight(i) * (d - dc)
+			}
+		}
+		if best < 0 || gain > bestGain {
+			best, bestGain = c, gain
+		}
+	}
+	for i, d := range s.d {
+		s.d[i] = min(d, Dist(s.pts.At(i), s.pts.At(best)))
+	}
+	return best, s.potential(), nil
+}
+
+// seedingBackend opens seedingSessions (on the reduced set too).
+type seedingBackend struct {
+	unsupported bool
+	sessions    []*seedingSession
+}
+
+func (b *seedingBackend) Name() string                  { return "seeding-test" }
+func (b *seedingBackend) RunsCoarse(n, k, dim int) bool { return true }
+
+func (b *seedingBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
+	s, err := CPU.Open(pts, opt)
+	if err != nil {
+		return nil, err
+	}
+	ss := &seedingSession{Session: s, pts: pts, unsupported: b.unsupported}
+	b.sessions = append(b.sessions, ss)
+	return ss, nil
+}
+
+// TestDeviceSeeding: k-means++ through a Seeder session gives the host's
+// centroids, hence the same model, with and without fixed centroids; a
+// Seeder that declines leaves the seeding to the host.
+func TestDeviceSeeding(t *testing.T) {
+	p := randomPoints(23, 6000, 3, 2040)
+	for _, cfg := range []Config{
+		{K: 12, Seed: 9, Starts: 2, Coarse: 1500},
+		{K: 9, Seed: 4, Fixed: []int32{0, 0, 0, 2040, 2040, 2040}, Coarse: -1},
+	} {
+		want, err := Run(context.Background(), p, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, unsupported := range []bool{false, true} {
+			b := &seedingBackend{unsupported: unsupported}
+			cfg.Backend = b
+			got, err := Run(context.Background(), p, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := sameModel(got, want); msg != "" {
+				t.Errorf("K=%d unsupported %v: %s", cfg.K, unsupported, msg)
+			}
+			steps := 0
+			for _, s := range b.sessions {
+				steps += s.steps
+			}
+			if (steps > 0) == unsupported {
+				t.Errorf("K=%d unsupported %v: %d steps on the Seeder", cfg.K, unsupported, steps)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package kmeans
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -70,6 +71,46 @@ func (s *seeder) plusPlus(ctx context.Context, k int, fixed []int32, trials int,
 		c := pts.At(cand[best])
 		pp.add(0, c)
 		cent = append(cent, c...)
+	}
+	return cent, nil
+}
+
+// devicePlusPlus is plusPlus through a Seeder: the same draws from rng in
+// the same order, so the same centroids. It fails with ErrSeedUnsupported,
+// before any draw, when the Seeder cannot take the points.
+func devicePlusPlus(ctx context.Context, ds Seeder, pts *Points, k int, fixed []int32, trials int, rng *rand.Rand) ([]int32, error) {
+	dim := pts.Dim
+	cent := append(make([]int32, 0, k*dim), fixed...)
+	pot, err := ds.SeedInit(cent)
+	if err != nil {
+		return nil, err
+	}
+	// past the first draw, no error may send the engine to the host's
+	// seeding, which would draw again
+	drawn := func(err error) error { return fmt.Errorf("kmeans: k-means++ on the device: %v", err) }
+	if len(fixed) == 0 {
+		first, err := ds.SeedPick(rng.Uint64N(pot))
+		if err != nil {
+			return nil, drawn(err)
+		}
+		cent = append(cent, pts.At(first)...)
+		if pot, err = ds.SeedInit(cent); err != nil {
+			return nil, drawn(err)
+		}
+	}
+	rs := make([]uint64, trials)
+	for len(cent) < k*dim && pot > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for t := range rs {
+			rs[t] = rng.Uint64N(pot)
+		}
+		var best int
+		if best, pot, err = ds.SeedStep(rs); err != nil {
+			return nil, drawn(err)
+		}
+		cent = append(cent, pts.At(best)...)
 	}
 	return cent, nil
 }

@@ -2,6 +2,7 @@ package kmeans
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -260,14 +261,23 @@ func (r *runner) seeder(pts *Points) *seeder {
 	return r.sd
 }
 
-func (r *runner) seed(ctx context.Context, pts *Points, start int) ([]int32, error) {
+// seed returns the initial centroids of start on stage sg: k-means++ on
+// the session's device when it is a Seeder that can take the points, else
+// on the host; the same centroids either way.
+func (r *runner) seed(ctx context.Context, sg stage, start int) ([]int32, error) {
 	cfg := &r.cfg
-	sd := r.seeder(pts)
 	rng := newRand(cfg.Seed, start)
 	if cfg.Init == InitRandom {
-		return sd.random(cfg.K, cfg.Fixed, rng), nil
+		return r.seeder(sg.pts).random(cfg.K, cfg.Fixed, rng), nil
 	}
-	return sd.plusPlus(ctx, cfg.K, cfg.Fixed, cfg.Trials, rng)
+	if ds, ok := sg.sess.(Seeder); ok && cfg.Trials <= MaxSeedTrials {
+		cent, err := devicePlusPlus(ctx, ds, sg.pts, cfg.K, cfg.Fixed, cfg.Trials, rng)
+		if !errors.Is(err, ErrSeedUnsupported) {
+			return cent, err
+		}
+		// not a draw taken: the host starts from the same state
+	}
+	return r.seeder(sg.pts).plusPlus(ctx, cfg.K, cfg.Fixed, cfg.Trials, rng)
 }
 
 // starts runs the seeded starts on sg and returns the best (least inertia,
@@ -291,7 +301,7 @@ func (r *runner) starts(ctx context.Context, sg stage, starts int) (*Model, []in
 	if lanes <= 1 {
 		for s := range starts {
 			r.iter = 0
-			c, err := r.seed(ctx, sg.pts, s)
+			c, err := r.seed(ctx, sg, s)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -384,7 +394,7 @@ func (r *runner) starts(ctx context.Context, sg stage, starts int) (*Model, []in
 				}
 			}
 			sub.iter = 0
-			c, err := sub.seed(ctx, sg.pts, s)
+			c, err := sub.seed(ctx, ls[l].sg, s)
 			if err == nil {
 				models[s], err = sub.lloyd(ctx, ls[l].sg, s, c)
 			}
