@@ -292,7 +292,7 @@ type meteredSession struct {
 	kmeans.Session
 	n                     int
 	open, assign, profile time.Duration
-	maxAssign             time.Duration
+	maxAssign, seed       time.Duration
 	assigns, profiles     int
 }
 
@@ -317,6 +317,27 @@ func (s *meteredSession) Assign(ctx context.Context, centroids []int32, st *kmea
 	return err
 }
 
+func (s *meteredSession) SeedInit(centroids []int32) (uint64, error) {
+	t := time.Now()
+	pot, err := s.Session.(Seeder).SeedInit(centroids)
+	s.seed += time.Since(t)
+	return pot, err
+}
+
+func (s *meteredSession) SeedPick(r uint64) (int, error) {
+	t := time.Now()
+	i, err := s.Session.(Seeder).SeedPick(r)
+	s.seed += time.Since(t)
+	return i, err
+}
+
+func (s *meteredSession) SeedStep(rs []uint64) (int, uint64, error) {
+	t := time.Now()
+	i, pot, err := s.Session.(Seeder).SeedStep(rs)
+	s.seed += time.Since(t)
+	return i, pot, err
+}
+
 func (s *meteredSession) Profile(ctx context.Context, inertia, utility []uint64) error {
 	t := time.Now()
 	err := s.Session.(kmeans.Profiler).Profile(ctx, inertia, utility)
@@ -328,9 +349,10 @@ func (s *meteredSession) Profile(ctx context.Context, inertia, utility []uint64)
 // BenchmarkRunStages: whole quantize runs on the deduplicated colours of
 // real images with the GPU, the reduced set on the device: the run's wall
 // time, and the time and count of the sessions' opens, Assigns and
-// Profiles on the reduced set (coarse-) and on all colours (full-). What
-// is left of the wall time is host work: the reduced set, seeding,
-// breathing's bookkeeping.
+// Profiles and the time of k-means++ on the device, on the reduced set
+// (coarse-) and on all colours (full-). What is left of the wall time is
+// host work: the reduced set, breathing's bookkeeping (and the seeding,
+// with KQUANT_CUDA_SEED=host).
 func BenchmarkRunStages(b *testing.B) {
 	g := gpu(b)
 	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
@@ -357,6 +379,7 @@ func BenchmarkRunStages(b *testing.B) {
 					b.ReportMetric(float64(s.assigns), stage+"assigns")
 					b.ReportMetric(ms(s.profile), stage+"profile-ms")
 					b.ReportMetric(float64(s.profiles), stage+"profiles")
+					b.ReportMetric(ms(s.seed), stage+"seed-ms")
 					if c, ok := s.Session.(kmeans.Chooser); ok {
 						a, why := c.Choice()
 						b.Logf("%s%d points: %d assigns, longest %v; %s (%s)", stage, s.n, s.assigns, s.maxAssign, a, why)
