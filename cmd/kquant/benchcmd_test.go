@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -57,6 +59,44 @@ func TestBenchCommand(t *testing.T) {
 
 // TestBenchCalibrationOff: with --calibration off, Auto's runs neither
 // read nor write the cache.
+// TestBenchRepeat: --repeat runs every variant several times in turn and
+// keeps one row per variant, with the least time of its runs.
+func TestBenchRepeat(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	var out, errb bytes.Buffer
+	args := []string{"bench", "--preset", "table1", "--n", "20000", "--backends", "cpu", "--algos", "lloyd,bounds",
+		"--max-iter", "3", "--repeat", "3"}
+	if code := run(context.Background(), args, &out, &errb, nil); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	// stderr has one line per run, the table one row per variant
+	for _, algo := range []string{"lloyd", "bounds"} {
+		row := "| n=20000 d=41 k=24 σ²=0.05 | cpu | " + algo + " | auto |"
+		if c := strings.Count(out.String(), row); c != 1 {
+			t.Errorf("%d rows of %s, want 1:\n%s", c, algo, out.String())
+		}
+		runs := strings.Count(errb.String(), "cpu "+algo+"/auto:")
+		if runs != 3 {
+			t.Errorf("%d runs of %s, want 3", runs, algo)
+		}
+		// the row holds the least of the runs' times
+		least := math.Inf(1)
+		for _, line := range strings.Split(errb.String(), "\n") {
+			if i := strings.Index(line, "cpu "+algo+"/auto: "); i >= 0 {
+				var ms float64
+				fmt.Sscanf(line[i+len("cpu "+algo+"/auto: "):], "%f", &ms)
+				least = min(least, ms)
+			}
+		}
+		if !strings.Contains(out.String(), row+fmt.Sprintf(" %.3f |", least)) {
+			t.Errorf("%s: the row does not hold the least time %.3f:\n%s", algo, least, out.String())
+		}
+	}
+	if code := run(context.Background(), []string{"bench", "--repeat", "0"}, &out, &errb, nil); code != exitUsage {
+		t.Errorf("--repeat 0: exit %d, want %d", code, exitUsage)
+	}
+}
+
 func TestBenchCalibrationOff(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("KQUANT_CACHE_DIR", dir)
