@@ -14,23 +14,59 @@ import (
 var errBackend = errors.New("backend unavailable")
 
 // backendFor returns the k-means backend that --backend names, on GPU
-// device. warning, if not empty, is said once on stderr (when auto falls
-// back to the CPU). Results never depend on the backend.
-func backendFor(name string, device int) (b kmeans.Backend, warning string, err error) {
+// device. For auto it returns the CPU and a GPU starting in the
+// background (see gpuStart), which each input takes once it is up.
+// Results never depend on the backend.
+func backendFor(name string, device int) (b kmeans.Backend, gpu *gpuStart, err error) {
 	switch name {
 	case "cpu":
-		return kmeans.CPU, "", nil
-	case "cuda", "auto":
+		return kmeans.CPU, nil, nil
+	case "cuda":
 		g, err := cudakern.New(device)
-		if err == nil {
-			return g, "", nil
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", errBackend, err)
 		}
-		if name == "cuda" {
-			return nil, "", fmt.Errorf("%w: %v", errBackend, err)
-		}
-		return kmeans.CPU, fmt.Sprintf("%v; k-means runs on the CPU", err), nil
+		return g, nil, nil
+	case "auto":
+		return kmeans.CPU, startGPU(device), nil
 	}
-	return nil, "", fmt.Errorf("--backend %q: want auto, cpu or cuda", name)
+	return nil, nil, fmt.Errorf("--backend %q: want auto, cpu or cuda", name)
+}
+
+// A gpuStart is a GPU backend starting in the background. The driver, the
+// device's context, the kernels and their self-tests take about 0.3 s on
+// the H100 machine (bench/cuda/NOTES.md), longer than a small image's
+// whole run on the CPU, and the start overlaps the decoding of the first
+// input; inputs that come before it is up cluster on the CPU, with the
+// same result.
+type gpuStart struct {
+	done chan struct{}
+	b    *cudakern.Backend
+	err  error
+}
+
+// startGPU starts device's backend.
+func startGPU(device int) *gpuStart {
+	g := &gpuStart{done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		g.b, g.err = cudakern.New(device)
+	}()
+	return g
+}
+
+// ready reports whether the start is over and, if so, its backend or why
+// there is none.
+func (g *gpuStart) ready() (b kmeans.Backend, err error, ok bool) {
+	select {
+	case <-g.done:
+		if g.err != nil {
+			return nil, g.err, true
+		}
+		return g.b, nil, true
+	default:
+		return nil, nil, false
+	}
 }
 
 // listDevices prints the GPUs kquant can use, or why there are none.

@@ -33,11 +33,12 @@ type runner struct {
 	stderr  io.Writer
 	prog    *progress
 	reports *json.Encoder
+	gpu     *gpuStart // --backend auto: the GPU, until it is up or known absent
 }
 
 // execute runs a parsed command line and returns the exit status.
 func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *os.File) int {
-	backend, warning, err := backendFor(cfg.backend, cfg.device)
+	backend, gpu, err := backendFor(cfg.backend, cfg.device)
 	if err != nil {
 		fmt.Fprintf(stderr, "kquant: %v\n", err)
 		if errors.Is(err, errBackend) {
@@ -54,7 +55,7 @@ func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *o
 		fmt.Fprintf(stderr, "kquant: %v\n", err)
 		return exitUsage
 	}
-	r := &runner{cfg: cfg, plan: plan, stdout: stdout, stderr: stderr}
+	r := &runner{cfg: cfg, plan: plan, stdout: stdout, stderr: stderr, gpu: gpu}
 	r.opt = kquant.Options{
 		K: cfg.k, Space: cfg.space, Seed: cfg.seed, MaxIter: cfg.maxIter, Tol: cfg.tol,
 		Fixed: cfg.fixed, Backend: backend, Workers: cfg.workers,
@@ -74,9 +75,6 @@ func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *o
 		r.prog = newProgress(term, len(ins))
 	}
 	defer r.prog.close()
-	if warning != "" && !cfg.quiet {
-		r.prog.logf(stderr, "kquant: warning: %s", warning)
-	}
 
 	failed := 0
 	for _, e := range inErrs {
@@ -94,6 +92,7 @@ func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *o
 		}
 		r.prog.fileDone()
 	}
+	r.takeGPU() // to say why there is none, if that is known by now
 	if failed > 0 {
 		if len(ins)+len(inErrs) > 1 && !cfg.quiet {
 			r.prog.logf(stderr, "kquant: %d of %d inputs failed", failed, len(ins)+len(inErrs))
@@ -101,6 +100,26 @@ func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *o
 		return exitFailed
 	}
 	return exitOK
+}
+
+// takeGPU makes the GPU the backend of the next inputs once it is up, or
+// warns once that there is none.
+func (r *runner) takeGPU() {
+	if r.gpu == nil {
+		return
+	}
+	b, err, ok := r.gpu.ready()
+	if !ok {
+		return
+	}
+	r.gpu = nil
+	if err != nil {
+		if !r.cfg.quiet {
+			r.prog.logf(r.stderr, "kquant: warning: %v; k-means runs on the CPU", err)
+		}
+		return
+	}
+	r.opt.Backend = b
 }
 
 // fail reports the failure of one input on stderr (always) and as a JSON
@@ -146,6 +165,8 @@ func (r *runner) process(ctx context.Context, in input) error {
 	tm.Decode = kquant.Milliseconds(time.Since(start))
 	r.prog.setStatus(short + ": clustering")
 
+	r.takeGPU()
+	starting := r.gpu != nil // the GPU is not up yet: this input clusters on the CPU
 	opt := r.opt
 	if r.prog != nil {
 		opt.OnIteration = func(it kmeans.Iteration) {
@@ -208,6 +229,9 @@ func (r *runner) process(ctx context.Context, in input) error {
 		r.prog.logf(r.stderr, "%s", summary(in.path, paths, res, time.Since(start)))
 		if cfg.verbose {
 			r.prog.logf(r.stderr, "  k-means on %s: %s (%s)", res.Model.Backend, res.Model.Algorithm, res.Model.Why)
+			if starting {
+				r.prog.logf(r.stderr, "  (the GPU was still starting: this input ran on the CPU, with the same result)")
+			}
 		}
 	}
 	if r.reports != nil {
