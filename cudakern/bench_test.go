@@ -499,3 +499,41 @@ func BenchmarkSmallSets(b *testing.B) {
 		}
 	}
 }
+
+// TestStartupPhases logs what the first use of a device costs, phase by
+// phase, as New takes them: the driver's load and cuInit, the primary
+// context, the module, the two self-tests. (A log, not a check; it skips
+// without a GPU.)
+func TestStartupPhases(t *testing.T) {
+	t0 := time.Now()
+	a, err := load()
+	if err != nil {
+		t.Skipf("no CUDA: %v", err)
+	}
+	var n int32
+	if err := a.check("cuDeviceGetCount", a.cuDeviceGetCount(unsafe.Pointer(&n))); err != nil || n == 0 {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	t1 := time.Now()
+	d, err := describe(a, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := workerFor(a, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2 := time.Now()
+	b := &Backend{dev: d, a: a, w: w, fn: map[string]uintptr{}, occ: map[occKey]int{}}
+	if err := w.do(b.loadModule); err != nil {
+		t.Fatal(err)
+	}
+	t3 := time.Now()
+	b.imaErr = errIMAUntested
+	b.fastErr = b.selfTest()
+	t4 := time.Now()
+	b.imaErr = b.selfTestIMA()
+	t5 := time.Now()
+	t.Logf("load+cuInit %v, context %v, module %v, self-test %v (%v), integer tensor-core self-test %v (%v)",
+		t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t4.Sub(t3), b.fastErr, t5.Sub(t4), b.imaErr)
+}

@@ -221,14 +221,25 @@ func New(device int) (*Backend, error) {
 		b.imaErr = fmt.Errorf("cudakern: the integer tensor-core kernel needs compute capability 8.0 (%s has %d.%d)", d.Name, d.Major, d.Minor)
 	}
 	if os.Getenv("KQUANT_CUDA_SELFTEST") != "0" {
-		// the fast kernels' self-test without the integer tensor-core
-		// kernel, then its own
-		imaErr := b.imaErr
-		b.imaErr = errIMAUntested
-		b.fastErr = b.selfTest()
-		b.imaErr = imaErr
-		if b.imaErr == nil {
-			b.imaErr = b.selfTestIMA()
+		path, key := selfTestPath(), b.selfTestKey()
+		if v, ok := cachedSelfTest(path, key); ok && path != "" {
+			b.fastErr = verdictError(v.Fast)
+			if b.imaErr == nil {
+				b.imaErr = verdictError(v.IMA)
+			}
+		} else {
+			// the fast kernels' self-test without the integer
+			// tensor-core kernel, then its own
+			imaErr := b.imaErr
+			b.imaErr = errIMAUntested
+			b.fastErr = b.selfTest()
+			b.imaErr = imaErr
+			if b.imaErr == nil {
+				b.imaErr = b.selfTestIMA()
+			}
+			if path != "" {
+				saveSelfTest(path, key, selfTestVerdict{Fast: errMessage(b.fastErr), IMA: errMessage(b.imaErr)})
+			}
 		}
 	}
 	backends[device] = b
