@@ -14,40 +14,36 @@ import (
 var errBackend = errors.New("backend unavailable")
 
 // backendFor returns the k-means backend that --backend names, on GPU
-// device. For auto it returns the CPU and a GPU starting in the
-// background (see gpuStart), which each input takes once it is up.
-// Results never depend on the backend.
+// device, or, for auto and cuda, the CPU and a GPU starting in the
+// background (see gpuStart): auto takes it for the inputs that come once
+// it is up, cuda waits for it. Results never depend on the backend.
 func backendFor(name string, device int) (b kmeans.Backend, gpu *gpuStart, err error) {
 	switch name {
 	case "cpu":
 		return kmeans.CPU, nil, nil
-	case "cuda":
-		g, err := cudakern.New(device)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", errBackend, err)
-		}
-		return g, nil, nil
-	case "auto":
-		return kmeans.CPU, startGPU(device), nil
+	case "cuda", "auto":
+		return kmeans.CPU, startGPU(device, name == "cuda"), nil
 	}
 	return nil, nil, fmt.Errorf("--backend %q: want auto, cpu or cuda", name)
 }
 
 // A gpuStart is a GPU backend starting in the background. The driver, the
-// device's context, the kernels and their self-tests take about 0.3 s on
-// the H100 machine (bench/cuda/NOTES.md), longer than a small image's
-// whole run on the CPU, and the start overlaps the decoding of the first
-// input; inputs that come before it is up cluster on the CPU, with the
-// same result.
+// device's context and the kernels take about 0.25 s on the H100 machine
+// (bench/cuda/NOTES.md), longer than a small image's whole run on the
+// CPU; the start overlaps the decoding of the first input. With wait
+// (--backend cuda) the clustering waits for it, and a GPU that does not
+// start stops the run; otherwise (auto) inputs that come before it is up
+// cluster on the CPU, with the same result.
 type gpuStart struct {
+	wait bool
 	done chan struct{}
 	b    *cudakern.Backend
 	err  error
 }
 
 // startGPU starts device's backend.
-func startGPU(device int) *gpuStart {
-	g := &gpuStart{done: make(chan struct{})}
+func startGPU(device int, wait bool) *gpuStart {
+	g := &gpuStart{wait: wait, done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
 		g.b, g.err = cudakern.New(device)
@@ -56,8 +52,11 @@ func startGPU(device int) *gpuStart {
 }
 
 // ready reports whether the start is over and, if so, its backend or why
-// there is none.
+// there is none. With wait it waits for the start to end.
 func (g *gpuStart) ready() (b kmeans.Backend, err error, ok bool) {
+	if g.wait {
+		<-g.done
+	}
 	select {
 	case <-g.done:
 		if g.err != nil {

@@ -86,13 +86,18 @@ func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *o
 			r.prog.logf(stderr, "kquant: interrupted")
 			return exitFailed
 		}
-		if err := r.process(ctx, in); err != nil {
+		if err := r.process(ctx, in); errors.Is(err, errBackend) {
+			r.prog.logf(stderr, "kquant: %v", err) // every input would fail
+			return exitFailed
+		} else if err != nil {
 			failed++
 			r.fail(in.path, err)
 		}
 		r.prog.fileDone()
 	}
-	r.takeGPU() // to say why there is none, if that is known by now
+	if r.gpu != nil && !r.gpu.wait {
+		r.takeGPU() // auto: to say why there is none, if that is known by now
+	}
 	if failed > 0 {
 		if len(ins)+len(inErrs) > 1 && !cfg.quiet {
 			r.prog.logf(stderr, "kquant: %d of %d inputs failed", failed, len(ins)+len(inErrs))
@@ -103,23 +108,29 @@ func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *o
 }
 
 // takeGPU makes the GPU the backend of the next inputs once it is up, or
-// warns once that there is none.
-func (r *runner) takeGPU() {
+// warns once that there is none; with --backend cuda it waits for it and
+// returns an error wrapping errBackend when there is none.
+func (r *runner) takeGPU() error {
 	if r.gpu == nil {
-		return
+		return nil
 	}
+	wait := r.gpu.wait
 	b, err, ok := r.gpu.ready()
 	if !ok {
-		return
+		return nil
 	}
 	r.gpu = nil
-	if err != nil {
+	switch {
+	case err != nil && wait:
+		return fmt.Errorf("%w: %v", errBackend, err)
+	case err != nil:
 		if !r.cfg.quiet {
 			r.prog.logf(r.stderr, "kquant: warning: %v; k-means runs on the CPU", err)
 		}
-		return
+	default:
+		r.opt.Backend = b
 	}
-	r.opt.Backend = b
+	return nil
 }
 
 // fail reports the failure of one input on stderr (always) and as a JSON
@@ -165,7 +176,9 @@ func (r *runner) process(ctx context.Context, in input) error {
 	tm.Decode = kquant.Milliseconds(time.Since(start))
 	r.prog.setStatus(short + ": clustering")
 
-	r.takeGPU()
+	if err := r.takeGPU(); err != nil {
+		return err
+	}
 	starting := r.gpu != nil // the GPU is not up yet: this input clusters on the CPU
 	opt := r.opt
 	if r.prog != nil {
