@@ -10,6 +10,7 @@
 package imgio
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -98,6 +99,30 @@ func Load(path string, opt Options) (*image.NRGBA, string, error) {
 		return nil, format, fmt.Errorf("%s: %w", path, err)
 	}
 	return img, format, nil
+}
+
+// Size returns the dimensions in the header of the image file at path,
+// reading only as far as the header (to plan work before decoding).
+func Size(path string) (width, height int, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 4096)
+	head, _ := br.Peek(1024)
+	c := sniff(head)
+	if c == nil {
+		return 0, 0, fmt.Errorf("%s: %w", path, ErrFormat)
+	}
+	var cfg image.Config
+	if err := protect(func() (err error) {
+		cfg, err = c.config(br)
+		return err
+	}); err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg.Width, cfg.Height, nil
 }
 
 // Decode reads one image from r and returns it as 8-bit non-premultiplied

@@ -166,6 +166,9 @@ func TestLoadFormats(t *testing.T) {
 			if img.Rect.Min != (image.Point{}) || img.Stride != 4*img.Rect.Dx() || len(img.Pix) != 4*img.Rect.Dx()*img.Rect.Dy() {
 				t.Errorf("layout: Rect %v, Stride %d, len(Pix) %d", img.Rect, img.Stride, len(img.Pix))
 			}
+			if w, h, err := Size(path); err != nil || w*h != img.Rect.Dx()*img.Rect.Dy() {
+				t.Errorf("Size = %d×%d, %v; the image has %v", w, h, err, img.Rect.Size())
+			}
 			want := readWant(t, filepath.Join("testdata/want", strings.TrimSuffix(tt.file, filepath.Ext(tt.file))+".png"))
 			maxd, mean := pixelDiff(t, img, want)
 			t.Logf("differences from ImageMagick: max %d, mean %.3f", maxd, mean)
@@ -307,6 +310,21 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, _, err = Load("testdata/in/rgb8.png", Options{MaxPixels: 96 * 64}); err != nil {
 		t.Errorf("at the limit: %v", err)
+	}
+}
+
+// TestSizeErrors: Size names the file and says what is wrong.
+func TestSizeErrors(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.png")
+	if err := os.WriteFile(text, []byte("not an image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Size(text); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), text) {
+		t.Errorf("text file: %v", err)
+	}
+	if _, _, err := Size(filepath.Join(dir, "missing.png")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
 	}
 }
 

@@ -14,18 +14,36 @@ import (
 var errBackend = errors.New("backend unavailable")
 
 // backendFor returns the k-means backend that --backend names, on GPU
-// device, or, for auto and cuda, the CPU and a GPU starting in the
-// background (see gpuStart): auto takes it for the inputs that come once
-// it is up, cuda waits for it. Results never depend on the backend.
-func backendFor(name string, device int) (b kmeans.Backend, gpu *gpuStart, err error) {
+// device, or the CPU and a GPU starting in the background (see gpuStart):
+// cuda waits for it, auto takes it for the inputs that come once it is up,
+// and only when the inputs' pixels add up to at least autoGPUPixels
+// (pixels counts them from the files' headers), since starting CUDA costs
+// more than the GPU saves on less (why says so). Results never depend on
+// the backend.
+func backendFor(name string, device int, pixels func() int64) (b kmeans.Backend, gpu *gpuStart, why string, err error) {
 	switch name {
 	case "cpu":
-		return kmeans.CPU, nil, nil
-	case "cuda", "auto":
-		return kmeans.CPU, startGPU(device, name == "cuda"), nil
+		return kmeans.CPU, nil, "", nil
+	case "cuda":
+		return kmeans.CPU, startGPU(device, true), "", nil
+	case "auto":
+		if n := pixels(); n < autoGPUPixels {
+			return kmeans.CPU, nil, fmt.Sprintf("auto: %.1f MP in all, under the %d MP for which starting the GPU (about 0.3 s) pays; k-means runs on the CPU",
+				float64(n)/1e6, autoGPUPixels/1000000), nil
+		}
+		return kmeans.CPU, startGPU(device, false), "", nil
 	}
-	return nil, nil, fmt.Errorf("--backend %q: want auto, cpu or cuda", name)
+	return nil, nil, "", fmt.Errorf("--backend %q: want auto, cpu or cuda", name)
 }
+
+// autoGPUPixels is the least work, in input pixels, for which --backend
+// auto starts the GPU. On the H100 machine (16 cores; bench/cuda/h100-e2e.md)
+// a process that starts CUDA takes 0.25–0.4 s longer (driver, context,
+// kernels, and the context's teardown at exit), while the GPU's clustering
+// saves 0.05–0.35 s an image against the CPU's: a single image of up to
+// 15 MP was never faster end to end, and the start pays from a few images
+// on.
+const autoGPUPixels = 32_000_000
 
 // A gpuStart is a GPU backend starting in the background. The driver, the
 // device's context and the kernels take about 0.25 s on the H100 machine

@@ -110,7 +110,7 @@ func flagSet(cmd string, c *config) *flag.FlagSet {
 		c.fixed = append(c.fixed, cs...)
 		return nil
 	})
-	fs.StringVar(&c.backend, "backend", "auto", "where k-means runs: auto (a GPU if one works, else the CPU), cpu or cuda")
+	fs.StringVar(&c.backend, "backend", "auto", "where k-means runs: auto (a GPU if one works and the inputs add up to 32 MP or more, else the CPU), cpu or cuda")
 	fs.IntVar(&c.device, "device", 0, "the GPU to use (see kquant devices)")
 	fs.Func("algo", "assignment `algorithm`: auto, lloyd, bounds, wuhong, gemm or kdtree (the result is the same)", func(s string) error {
 		switch a := kmeans.Algorithm(s); a {

@@ -38,7 +38,16 @@ type runner struct {
 
 // execute runs a parsed command line and returns the exit status.
 func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *os.File) int {
-	backend, gpu, err := backendFor(cfg.backend, cfg.device)
+	ins, inErrs := expandInputs(cfg.inputs, cfg.recursive)
+	backend, gpu, why, err := backendFor(cfg.backend, cfg.device, func() int64 {
+		var n int64
+		for _, in := range ins {
+			if w, h, err := imgio.Size(in.path); err == nil {
+				n += int64(w) * int64(h)
+			}
+		}
+		return n
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "kquant: %v\n", err)
 		if errors.Is(err, errBackend) {
@@ -49,7 +58,6 @@ func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *o
 	if cfg.workers > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.workers))
 	}
-	ins, inErrs := expandInputs(cfg.inputs, cfg.recursive)
 	plan, err := newPlanner(cfg, ins)
 	if err != nil {
 		fmt.Fprintf(stderr, "kquant: %v\n", err)
@@ -75,6 +83,9 @@ func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *o
 		r.prog = newProgress(term, len(ins))
 	}
 	defer r.prog.close()
+	if why != "" && cfg.verbose {
+		r.prog.logf(stderr, "kquant: %s", why)
+	}
 
 	failed := 0
 	for _, e := range inErrs {
