@@ -11,6 +11,8 @@ import (
 // pages the advice is ignored and the memory is plain.
 func hugeAlloc(size uintptr) unsafe.Pointer {
 	const page = 2 << 20
+	// whole huge pages, so that the last one can be huge too
+	size = (size + page - 1) / page * page
 	b, err := syscall.Mmap(-1, 0, int(size)+page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
 		return nil

@@ -1137,11 +1137,23 @@ type autoSession struct {
 }
 
 // refineBoundsK is the most centroids for which Auto refines with Bounds
-// rather than the kd-tree (SessionOptions.Refining). Measured on the
-// images of ANCHORS.md, 2 threads: at k = 16 and 64 the final stage takes
+// rather than the kd-tree (SessionOptions.Refining), where refineTreeDim
+// does not take the tree. Measured on the images of ANCHORS.md, 2
+// threads, the tree built in full: at k = 16 and 64 the final stage takes
 // 3–10 passes and Bounds halves its time (the tree's build dominates); at
 // k = 256 it takes 7–28 passes and the tree is up to 1.7 times faster.
 const refineBoundsK = 128
+
+// refineTreeDim is the most dimensions in which Auto refines with the
+// kd-tree at any k: when Run gives it reduceKD's halvings
+// (SessionOptions.shape), along which the tree is built without a median
+// split of its own, or when it has more than one thread, so that Run
+// builds the tree on another goroutine while the reduced set is
+// clustered. Measured on the images of ANCHORS.md (3-D colours),
+// clustering time, the tree with the halvings against Bounds: with 2
+// threads 0.82–0.96 at k = 16 and 0.80–0.95 at k = 64; with one, 0.89–1.03
+// and 0.90–1.00.
+const refineTreeDim = 3
 
 // autoSchedule, when set (tests), dictates Auto's algorithm for each pass
 // of every CPU auto session, in place of the Hybrid's choice.
@@ -1180,7 +1192,7 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 		cands = append([]Algorithm{KDTree}, cands...)
 		start = KDTree
 		why = fmt.Sprintf("dimension %d ≤ %d: the kd-tree's filtering assigns whole boxes, far fewer tests than n·k distances; its passes are measured", dim, autoTreeDim)
-		if opt.Refining && opt.MaxK <= refineBoundsK {
+		if opt.Refining && opt.MaxK <= refineBoundsK && (dim > refineTreeDim || workers <= 1 && opt.shape == nil) {
 			start = Bounds
 			why = fmt.Sprintf("refining centroids that converged on a reduced set, k ≤ %d: a few passes, the first a bounded search of every point, cost less than building the kd-tree", refineBoundsK)
 		}
@@ -1273,7 +1285,7 @@ func (s *autoSession) treeResumes() bool {
 func (s *autoSession) use(a Algorithm) error {
 	if a == KDTree {
 		if s.tree == nil {
-			s.tree = newTreeSession(s.pts, s.workers)
+			s.tree = newTreeSessionShaped(s.pts, s.workers, s.opt.shape)
 		}
 		s.cur, s.curAlgo = s.tree, a
 		return nil

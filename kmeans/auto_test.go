@@ -204,14 +204,25 @@ func TestAutoReportsChoice(t *testing.T) {
 		t.Errorf("auto in 3-D: %q (%s), want a start from the kd-tree", m.Algorithm, m.Why)
 	}
 	// Refining the starts' best (found on a reduced set) at small k, it
-	// starts with Bounds.
-	m, err = Run(context.Background(), p, Config{K: 8, Seed: 1, Coarse: 1000}, nil)
+	// starts with the kd-tree, built along the reduced set's halvings or
+	// on another thread; with neither, with Bounds.
+	for _, workers := range []int{1, 2} {
+		m, err = Run(context.Background(), p, Config{K: 8, Seed: 1, Coarse: 1000, Workers: workers}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(m.Why, "kdtree: ") {
+			t.Errorf("auto refining in 3-D, %d threads: %q (%s), want a start from the kd-tree", workers, m.Algorithm, m.Why)
+		}
+	}
+	sess, err := CPU.Open(p, SessionOptions{MaxK: 8, Workers: 1, Refining: true, OneRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(m.Why, "bounds: refining") {
-		t.Errorf("auto refining in 3-D: %q (%s), want a start from Bounds", m.Algorithm, m.Why)
+	if _, why := sess.(Chooser).Choice(); !strings.HasPrefix(why, "bounds: refining") {
+		t.Errorf("auto refining in 3-D, 1 thread, no halvings: %s, want a start from Bounds", why)
 	}
+	sess.Close()
 	q := randomPoints(42, 3000, 12, 300)
 	m, err = Run(context.Background(), q, Config{K: 8, Seed: 1}, nil)
 	if err != nil {

@@ -48,6 +48,9 @@ type SessionOptions struct {
 	// expects no pass to start afresh, which would cost a pruning
 	// algorithm a search of every point.
 	OneRun bool
+	// shape, if not nil, is reduceKD's shape of the points: the CPU's
+	// kd-tree is built along it.
+	shape *kdShape
 }
 
 // A Session holds points resident between iterations.

@@ -35,7 +35,7 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 		if opt.Update != UpdateAuto {
 			return nil, fmt.Errorf("kmeans: the kd-tree sums whole nodes; update strategy %q applies to the per-point algorithms", opt.Update)
 		}
-		return newTreeSession(pts, workers), nil
+		return newTreeSessionShaped(pts, workers, opt.shape), nil
 	}
 	switch algo {
 	case Lloyd, Bounds, WuHong, GEMM:

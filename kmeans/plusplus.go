@@ -30,8 +30,9 @@ func (s *seeder) plusPlus(ctx context.Context, k int, fixed []int32, trials int,
 	if len(fixed) == 0 {
 		fw := newFenwick(n)
 		for i := range n {
-			fw.add(i, pts.Weight(i))
+			fw.v[i] = pts.Weight(i)
 		}
+		fw.build()
 		first := fw.search(rng.Uint64N(fw.total()))
 		cent = append(cent, pts.At(first)...)
 	}
@@ -178,14 +179,30 @@ type ppState struct {
 
 // start sets every D to the squared distance to the nearest of cent.
 func (pp *ppState) start(cent []int32) {
-	dim := pp.dim
-	pp.fw = newFenwick(len(pp.perm))
+	dim, n := pp.dim, len(pp.perm)
+	if pp.fw == nil || len(pp.fw.v) != n {
+		pp.fw = newFenwick(n)
+	}
+	t := pp.fw.v
 	for pos, i := range pp.perm {
 		x := pp.xs[pos*dim : (pos+1)*dim]
-		d := Dist(x, centroidAt(cent, dim, nearest(cent, dim, x)))
+		d := uint64(math.MaxUint64)
+		if dim == 3 {
+			x0, x1, x2 := int64(x[0]), int64(x[1]), int64(x[2])
+			for c := 0; c+3 <= len(cent); c += 3 {
+				p := (*[3]int32)(cent[c:])
+				e0, e1, e2 := x0-int64(p[0]), x1-int64(p[1]), x2-int64(p[2])
+				d = min(d, uint64(e0*e0+e1*e1+e2*e2))
+			}
+		} else {
+			for c := 0; c+dim <= len(cent); c += dim {
+				d = min(d, Dist(x, cent[c:c+dim]))
+			}
+		}
 		pp.d[pos] = d
-		pp.fw.add(int(i), uint64(pp.ws[pos])*d)
+		t[i] = uint64(pp.ws[pos]) * d
 	}
+	pp.fw.build()
 	pp.setMax(0)
 }
 
@@ -207,6 +224,14 @@ func (pp *ppState) setMax(nd int32) uint64 {
 // boxDist returns the squared distance from y to the box of node nd.
 func (pp *ppState) boxDist(nd int32, y []int32) uint64 {
 	dim := pp.dim
+	if dim == 3 && len(y) == 3 {
+		lo, hi := (*[3]int32)(pp.lo[int(nd)*3:]), (*[3]int32)(pp.hi[int(nd)*3:])
+		// branch-free: max(lo−v, v−hi, 0) on each axis
+		e0 := max(int64(lo[0])-int64(y[0]), int64(y[0])-int64(hi[0]), 0)
+		e1 := max(int64(lo[1])-int64(y[1]), int64(y[1])-int64(hi[1]), 0)
+		e2 := max(int64(lo[2])-int64(y[2]), int64(y[2])-int64(hi[2]), 0)
+		return uint64(e0*e0 + e1*e1 + e2*e2)
+	}
 	lo, hi := pp.lo[int(nd)*dim:int(nd+1)*dim], pp.hi[int(nd)*dim:int(nd+1)*dim]
 	var s uint64
 	for j, v := range y {
@@ -238,9 +263,8 @@ func (pp *ppState) gain(nd int32, y []int32) uint64 {
 		xs := pp.xs[int(node.first)*3 : int(node.last)*3]
 		for i, D := range pp.d[node.first:node.last] {
 			e0, e1, e2 := int64(xs[3*i])-y0, int64(xs[3*i+1])-y1, int64(xs[3*i+2])-y2
-			if d := uint64(e0*e0 + e1*e1 + e2*e2); d < D {
-				g += uint64(pp.ws[int(node.first)+i]) * (D - d)
-			}
+			d := uint64(e0*e0 + e1*e1 + e2*e2)
+			g += uint64(pp.ws[int(node.first)+i]) * (D - min(d, D)) // branch-free: 0 unless d < D
 		}
 		return g
 	}
@@ -262,6 +286,20 @@ func (pp *ppState) add(nd int32, y []int32) uint64 {
 	var m uint64
 	if node.left >= 0 {
 		m = max(pp.add(node.left, y), pp.add(node.right, y))
+	} else if pp.dim == 3 {
+		y0, y1, y2 := int64(y[0]), int64(y[1]), int64(y[2])
+		xs := pp.xs[int(node.first)*3 : int(node.last)*3]
+		ds := pp.d[node.first:node.last]
+		for i, D := range ds {
+			x := (*[3]int32)(xs[3*i:])
+			e0, e1, e2 := int64(x[0])-y0, int64(x[1])-y1, int64(x[2])-y2
+			if d := uint64(e0*e0 + e1*e1 + e2*e2); d < D {
+				pos := int(node.first) + i
+				pp.fw.sub(int(pp.perm[pos]), uint64(pp.ws[pos])*(D-d))
+				ds[i] = d
+			}
+			m = max(m, ds[i])
+		}
 	} else {
 		dim := pp.dim
 		for pos := node.first; pos < node.last; pos++ {
@@ -285,43 +323,62 @@ func quad(d uint64) uint64 {
 	return 4 * d
 }
 
-// fenwick is a binary indexed tree of uint64 over n slots.
+// fenwick holds the cumulative sums of n uint64 slots in two levels:
+// the slots, in blocks of fenwickBlock, and each block's sum. An update
+// costs two additions; finding where the prefix sums pass a value, a scan
+// of the block sums and of one block. (A binary indexed tree, the name's
+// origin, costs log n for both, and k-means++ updates far more often than
+// it draws.)
 type fenwick struct {
-	t   []uint64 // 1-based
+	v   []uint64 // the slots
+	b   []uint64 // block sums
 	sum uint64
 }
 
-func newFenwick(n int) *fenwick { return &fenwick{t: mem.Make[uint64](n + 1)} }
+// fenwickBlock is the number of slots a block sums.
+const fenwickBlock = 64
+
+func newFenwick(n int) *fenwick {
+	return &fenwick{v: mem.Make[uint64](n), b: make([]uint64, (n+fenwickBlock-1)/fenwickBlock)}
+}
 
 func (f *fenwick) add(i int, v uint64) {
 	f.sum += v
-	for i++; i < len(f.t); i += i & -i {
-		f.t[i] += v
-	}
+	f.v[i] += v
+	f.b[i/fenwickBlock] += v
 }
 
 func (f *fenwick) sub(i int, v uint64) {
 	f.sum -= v
-	for i++; i < len(f.t); i += i & -i {
-		f.t[i] -= v
-	}
+	f.v[i] -= v
+	f.b[i/fenwickBlock] -= v
 }
 
 func (f *fenwick) total() uint64 { return f.sum }
 
+// build sets the block sums and the total from the slots.
+func (f *fenwick) build() {
+	f.sum = 0
+	for j := range f.b {
+		var s uint64
+		for _, v := range f.v[j*fenwickBlock : min((j+1)*fenwickBlock, len(f.v))] {
+			s += v
+		}
+		f.b[j] = s
+		f.sum += s
+	}
+}
+
 // search returns the first slot i whose prefix sum (slots 0…i) exceeds r,
 // for r < total().
 func (f *fenwick) search(r uint64) int {
-	pos := 0
-	step := 1
-	for step*2 < len(f.t) {
-		step *= 2
+	j := 0
+	for ; j < len(f.b)-1 && f.b[j] <= r; j++ {
+		r -= f.b[j]
 	}
-	for ; step > 0; step /= 2 {
-		if next := pos + step; next < len(f.t) && f.t[next] <= r {
-			pos = next
-			r -= f.t[next]
-		}
+	i := j * fenwickBlock
+	for ; i < len(f.v)-1 && f.v[i] <= r; i++ {
+		r -= f.v[i]
 	}
-	return pos // slots 0…pos-1 sum to at most r; slot pos makes it exceed
+	return i
 }

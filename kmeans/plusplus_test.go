@@ -128,24 +128,47 @@ func TestPlusPlusMatchesNaive(t *testing.T) {
 
 func TestFenwickSearch(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
+	var ns []int
 	for n := 1; n < 70; n++ {
+		ns = append(ns, n)
+	}
+	for _, n := range append(ns, 127, 128, 129, 200, 257) { // several blocks
 		w := make([]uint64, n)
-		f := newFenwick(n)
+		f, g := newFenwick(n), newFenwick(n) // by add, and built
 		for i := range w {
 			if r.IntN(3) > 0 {
-				w[i] = r.Uint64N(10)
+				w[i] = r.Uint64N(10) + 2
 			}
 			f.add(i, w[i])
+			g.v[i] = w[i]
 		}
-		var cum []uint64
-		var s uint64
-		for _, v := range w {
-			s += v
-			cum = append(cum, s)
-		}
-		for x := uint64(0); x < s; x++ {
-			if got, want := f.search(x), pick(cum, x); got != want {
-				t.Fatalf("n=%d: search(%d) = %d, want %d", n, x, got, want)
+		g.build()
+		for round := range 2 {
+			var cum []uint64
+			var s uint64
+			for _, v := range w {
+				s += v
+				cum = append(cum, s)
+			}
+			if f.total() != s || g.total() != s {
+				t.Fatalf("n=%d: totals %d, %d, want %d", n, f.total(), g.total(), s)
+			}
+			for x := uint64(0); x < s; x++ {
+				want := pick(cum, x)
+				if got := f.search(x); got != want {
+					t.Fatalf("n=%d round %d: search(%d) = %d, want %d", n, round, x, got, want)
+				}
+				if got := g.search(x); got != want {
+					t.Fatalf("n=%d round %d: built, search(%d) = %d, want %d", n, round, x, got, want)
+				}
+			}
+			// lower some slots, as k-means++ does
+			for i := range w {
+				if d := r.Uint64N(3); w[i] >= d && r.IntN(2) == 0 {
+					w[i] -= d
+					f.sub(i, d)
+					g.sub(i, d)
+				}
 			}
 		}
 	}

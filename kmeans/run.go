@@ -29,8 +29,9 @@ type runner struct {
 	cfg    Config
 	onIter func(Iteration)
 	st     Stats
-	iter   int     // iterations so far of the current start on the current stage
-	sd     *seeder // the starts' seeder, which keeps its kd-tree between starts
+	iter   int      // iterations so far of the current start on the current stage
+	sd     *seeder  // the starts' seeder, which keeps its kd-tree between starts
+	shape  *kdShape // reduceKD's, if the run reduces the points
 }
 
 // stage is a point set with its session: the full points, or the reduced
@@ -83,6 +84,13 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 	// the starts run on a reduced set, and the full points only refine
 	// their best
 	reduce := cfg.Init != InitGiven && target > 0 && r.pts.Len() > target
+	// On the CPU the reduced set comes first: its halvings shape the full
+	// points' kd-tree (see open).
+	var red *Points
+	early := reduce && cfg.Backend == CPU
+	if early {
+		red, r.shape = reduceKD(r.pts, target, r.workers())
+	}
 	// The full points' session is only needed once the reduced set is
 	// done with, so with two threads or more it is opened (its kd-tree
 	// built, its points uploaded) on another goroutine meanwhile.
@@ -130,7 +138,10 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		// best is refined on all points.
 		var search stage
 		if reduce {
-			if red := reduceKD(r.pts, target); red != nil {
+			if !early {
+				red, _ = reduceKD(r.pts, target, r.workers())
+			}
+			if red != nil {
 				var err error
 				if search, err = r.open(red, true, false); err != nil {
 					return nil, err
@@ -236,7 +247,11 @@ func (r *runner) open(pts *Points, coarse, refining bool) (stage, error) {
 	if cr, ok := be.(CoarseRunner); coarse && (!ok || !cr.RunsCoarse(pts.Len(), cfg.K, pts.Dim)) {
 		be = CPU
 	}
-	sess, err := be.Open(pts, r.sessionOptions(coarse, refining, cfg.Workers))
+	opt := r.sessionOptions(coarse, refining, cfg.Workers)
+	if refining {
+		opt.shape = r.shape
+	}
+	sess, err := be.Open(pts, opt)
 	if err != nil {
 		return stage{}, fmt.Errorf("kmeans: %s backend: %w", be.Name(), err)
 	}

@@ -55,6 +55,8 @@ type treeSession struct {
 	lists  []int32
 	nlist  []uint8
 	walks  []walker
+	crew   *crew      // the passes' helpers
+	c3     [][3]int64 // in three dimensions, cent as int64 triples
 
 	// The running statistics of the last pass's labelling, per cluster:
 	// Σw, Σw·x and Σw|x−o|².
@@ -84,6 +86,18 @@ type treeNode struct {
 const leafSize = 32
 
 func newTreeSession(pts *Points, workers int) *treeSession {
+	return newTreeSessionShaped(pts, workers, nil)
+}
+
+// newTreeSessionShaped is newTreeSession with the top of the tree, if
+// shape is not nil, made of reduceKD's halvings of pts. Any tree gives the
+// same labels and sums; this one costs no median splits where reduceKD
+// made them already. (Measured on the images of ANCHORS.md, 2 threads:
+// the build of the full points' tree takes 0.15–0.3 of the time, and the
+// refining passes, few, take no longer. Over the reduced set, where the
+// passes are many, its tree of median splits of tight boxes is the
+// faster.)
+func newTreeSessionShaped(pts *Points, workers int, shape *kdShape) *treeSession {
 	n, dim := pts.Len(), pts.Dim
 	t := &treeSession{pts: pts, dim: dim, n: n, workers: workers}
 	lo, _ := pts.Bounds()
@@ -92,11 +106,16 @@ func newTreeSession(pts *Points, workers int) *treeSession {
 		t.origin[j] = int64(v)
 	}
 	b := newKDBuilder(pts, t.origin)
-	levels := 0
-	for 1<<levels < workers {
-		levels++
+	if shape != nil && len(shape.nodes) > 0 && len(shape.perm) == n {
+		copy(b.perm, shape.perm)
+		b.buildShaped(shape.nodes, 0, 0, int32(n))
+	} else {
+		levels := 0
+		for 1<<levels < workers {
+			levels++
+		}
+		b.buildParallel(0, int32(n), levels)
 	}
-	b.buildParallel(0, int32(n), levels)
 	t.nodes, t.lo, t.hi, t.sums, t.perm = b.nodes, b.lo, b.hi, b.sums, b.perm
 	t.xs = mem.Make[int32](n * dim)
 	t.ws = mem.Make[uint32](n)
@@ -145,9 +164,10 @@ type kdBuilder struct {
 }
 
 // buildParallel is build, with the subtrees of the first levels built by
-// goroutines of their own.
+// goroutines of their own, down to parts of 2¹⁴ points (the reduced set's
+// 32768 halves: 1–2 ms sooner on 2 threads).
 func (b *kdBuilder) buildParallel(first, last int32, levels int) int32 {
-	if levels == 0 || last-first < 1<<16 {
+	if levels == 0 || last-first < 1<<14 {
 		return b.build(first, last)
 	}
 	id, mid, split := b.node(first, last)
@@ -164,6 +184,35 @@ func (b *kdBuilder) buildParallel(first, last int32, levels int) int32 {
 	l := b.adopt(sub[0])
 	r := b.adopt(sub[1])
 	b.join(id, l, r)
+	return id
+}
+
+// buildShaped builds the subtree of tree positions [first, last) along
+// the halvings of shape node s and its descendants, and by median splits
+// below them, and returns its index. The boxes of the nodes of the
+// halvings are their children's joined.
+func (b *kdBuilder) buildShaped(shape []shapeNode, s, first, last int32) int32 {
+	if s < 0 || !shape[s].halved || last-first <= leafSize {
+		return b.build(first, last)
+	}
+	sn := &shape[s]
+	mid := first + (last-first)/2 // as reduceKD halves
+	dim := b.pts.Dim
+	id := int32(len(b.nodes))
+	if len(b.nodes) == cap(b.nodes) {
+		b.grow(int(last - first))
+	}
+	b.nodes = append(b.nodes, treeNode{first: first, last: last, left: -1, right: -1})
+	b.lo = b.lo[:len(b.lo)+dim]
+	b.hi = b.hi[:len(b.hi)+dim]
+	b.sums = b.sums[:len(b.sums)+dim]
+	l := b.buildShaped(shape, sn.left, first, mid)
+	r := b.buildShaped(shape, sn.right, mid, last)
+	b.join(id, l, r)
+	for j := range dim {
+		b.lo[int(id)*dim+j] = min(b.lo[int(l)*dim+j], b.lo[int(r)*dim+j])
+		b.hi[int(id)*dim+j] = max(b.hi[int(l)*dim+j], b.hi[int(r)*dim+j])
+	}
 	return id
 }
 
@@ -414,38 +463,72 @@ func (t *treeSession) Close() error {
 	return nil
 }
 
+// parallel runs f(w, task) for every task in [0, tasks) on workers
+// goroutines (see crew).
+func (t *treeSession) parallel(ctx context.Context, tasks, workers int, f func(w, task int)) error {
+	if workers <= 1 {
+		return parallel(ctx, tasks, 1, f)
+	}
+	if t.crew == nil || len(t.crew.alive) != workers-1 {
+		t.crew = newCrew(workers - 1)
+	}
+	return t.crew.run(ctx, tasks, f)
+}
+
 // taskCandidates prunes the candidates 0…k−1 of the last Assign's
 // centroids down the levels above the task roots, once, and returns the
 // list each task starts from.
-func (t *treeSession) taskCandidates(k int) [][]int32 {
+func (t *treeSession) taskCandidates(ctx context.Context, k, workers int) ([][]int32, error) {
 	all := make([]int32, k)
 	for c := range all {
 		all[c] = int32(c)
 	}
-	out := make([][]int32, 0, len(t.tasks))
-	var descend func(nd int32, cands []int32)
-	descend = func(nd int32, cands []int32) {
-		if t.tasks[len(out)] == nd { // tasks lie in depth-first order
-			out = append(out, cands)
-			return
+	out := make([][]int32, len(t.tasks))
+	// descend sets out[i:] from node nd down, for the tasks from the i-th
+	// on, and returns the index past its own tasks
+	var descend func(nd int32, cands []int32, i int, dist []int64) int
+	descend = func(nd int32, cands []int32, i int, dist []int64) int {
+		if t.tasks[i] == nd { // tasks lie in depth-first order
+			out[i] = cands
+			return i + 1
 		}
 		if len(cands) > 1 {
-			cands = t.prune(nd, t.cent, cands, make([]int32, 0, len(cands)))
+			cands = t.prune(nd, t.cent, cands, make([]int32, 0, len(cands)), dist)
 		}
-		descend(t.nodes[nd].left, cands)
-		descend(t.nodes[nd].right, cands)
+		i = descend(t.nodes[nd].left, cands, i, dist)
+		return descend(t.nodes[nd].right, cands, i, dist)
 	}
-	descend(0, all)
-	return out
+	root := &t.nodes[0]
+	if workers <= 1 || t.tasks[0] == 0 || len(t.tasks) < 2 {
+		descend(0, all, 0, t.walks[0].dist)
+		return out, nil
+	}
+	// the root here, its halves on two goroutines
+	cands := all
+	if k > 1 {
+		cands = t.prune(0, t.cent, all, make([]int32, 0, k), t.walks[0].dist)
+	}
+	mid := 0 // the first task in the right half
+	for mid < len(t.tasks) && t.nodes[t.tasks[mid]].first < t.nodes[root.right].first {
+		mid++
+	}
+	err := t.parallel(ctx, 2, workers, func(w, half int) {
+		if half == 0 {
+			descend(root.left, cands, 0, t.walks[w].dist)
+		} else {
+			descend(root.right, cands, mid, t.walks[w].dist)
+		}
+	})
+	return out, err
 }
 
 // prune appends to out the candidates that may be nearest to a point of
-// node nd.
-func (t *treeSession) prune(nd int32, cent, cands, out []int32) []int32 {
+// node nd; dist is scratch of at least len(cands).
+func (t *treeSession) prune(nd int32, cent, cands, out []int32, dist []int64) []int32 {
 	dim := t.dim
 	lo, hi := t.lo[int(nd)*dim:int(nd+1)*dim], t.hi[int(nd)*dim:int(nd+1)*dim]
 	if dim == 3 {
-		return prune3(cent, cands, lo, hi, out)
+		return prune3(t.c3, cands, lo, hi, out, dist)
 	}
 	return prune(cent, dim, cands, lo, hi, out)
 }
@@ -460,7 +543,9 @@ type walker struct {
 	sums   []int64
 	sq     []int64
 	moved  uint64
-	buf    []int32 // stacked candidate lists
+	buf    []int32    // stacked candidate lists
+	dist   []int64    // prune's scratch
+	gather [][3]int64 // leaf3's candidates
 }
 
 // listCap is the most candidates a node below the task roots keeps from
@@ -510,6 +595,13 @@ func (t *treeSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 		clear(t.sq)
 	}
 	t.cent = append(t.cent[:0], centroids...)
+	if dim == 3 {
+		t.c3 = resize(t.c3, k)
+		for c := range t.c3 {
+			p := centroids[3*c : 3*c+3 : 3*c+3]
+			t.c3[c] = [3]int64{int64(p[0]), int64(p[1]), int64(p[2])}
+		}
+	}
 	if nmoved > 0 {
 		if err := t.walkAll(ctx, k, slots, fresh); err != nil {
 			return err
@@ -563,13 +655,18 @@ func (t *treeSession) walkAll(ctx context.Context, k, slots int, fresh bool) err
 		clear(wk.sums)
 		clear(wk.sq)
 		wk.buf = resize(wk.buf, (depth+1)*2*(k+listCap))
+		wk.dist = resize(wk.dist, slots+listCap)
+		wk.gather = resize(wk.gather, slots+listCap)
 	}
 	if len(t.lists) != len(t.nodes)*listCap {
 		t.lists = make([]int32, len(t.nodes)*listCap)
 		t.nlist = make([]uint8, len(t.nodes))
 	}
-	cands := t.taskCandidates(k)
-	err := parallel(ctx, len(t.tasks), workers, func(w, task int) {
+	cands, err := t.taskCandidates(ctx, k, workers)
+	if err != nil {
+		return err
+	}
+	err = t.parallel(ctx, len(t.tasks), workers, func(w, task int) {
 		t.walks[w].walk(t.tasks[task], cands[task], -1, 0)
 	})
 	if err != nil {
@@ -627,13 +724,18 @@ func (w *walker) walk(nd int32, cands []int32, old int32, off int) {
 		}
 		if l != nil && !t.anyMoved(l) {
 			lo, hi := t.lo[int(nd)*dim:int(nd+1)*dim], t.hi[int(nd)*dim:int(nd+1)*dim]
-			z := nearestCentre(w.cent, dim, l, lo, hi)
-			zc := centroidAt(w.cent, dim, int(z))
-			skip := true
-			for _, c := range cands {
-				if t.moved[c] && !dominated(centroidAt(w.cent, dim, int(c)), zc, lo, hi) {
-					skip = false
-					break
+			var skip bool
+			if dim == 3 {
+				skip = movedLose3(t.c3, l, cands, t.moved, lo, hi)
+			} else {
+				z := nearestCentre(w.cent, dim, l, lo, hi)
+				zc := centroidAt(w.cent, dim, int(z))
+				skip = true
+				for _, c := range cands {
+					if t.moved[c] && !dominated(centroidAt(w.cent, dim, int(c)), zc, lo, hi) {
+						skip = false
+						break
+					}
 				}
 			}
 			if skip {
@@ -663,7 +765,7 @@ func (w *walker) walk(nd int32, cands []int32, old int32, off int) {
 		}
 	}
 	if len(cands) > 1 {
-		cands = t.prune(nd, w.cent, cands, w.buf[off:off:off+len(cands)])
+		cands = t.prune(nd, w.cent, cands, w.buf[off:off:off+len(cands)], w.dist)
 		off += len(cands)
 	}
 	if len(cands) == 1 {
@@ -698,6 +800,10 @@ func (w *walker) walk(nd int32, cands []int32, old int32, off int) {
 		w.walk(node.right, cands, old, off)
 		return
 	}
+	if dim == 3 {
+		w.leaf3(node, cands, old)
+		return
+	}
 	for pos := node.first; pos < node.last; pos++ {
 		x := t.xs[int(pos)*dim : int(pos+1)*dim]
 		best := nearestOf(x, w.cent, cands)
@@ -717,6 +823,88 @@ func (w *walker) walk(nd int32, cands []int32, old int32, off int) {
 		}
 		t.labels[pos] = best
 	}
+}
+
+// leaf3 is walk's scan of the points of a leaf for three dimensions: each
+// point takes the candidate nearest to it, ties to the first (cands
+// ascending), as nearestOf, with the candidates gathered first.
+func (w *walker) leaf3(node *treeNode, cands []int32, old int32) {
+	t := w.t
+	g := w.gather[:len(cands)]
+	for i, c := range cands {
+		g[i] = t.c3[c]
+	}
+	first := int(node.first)
+	labels := t.labels[first:node.last]
+	xs := t.xs[first*3 : int(node.last)*3]
+	for i := range labels {
+		x := (*[3]int32)(xs[3*i:])
+		best := cands[nearest3(int64(x[0]), int64(x[1]), int64(x[2]), g)]
+		prev := int32(-1)
+		if !w.fresh {
+			prev = old
+			if prev < 0 {
+				prev = labels[i]
+			}
+		}
+		if prev != best {
+			pos := int32(first + i)
+			if prev >= 0 {
+				w.addPoint(pos, prev, -1)
+			}
+			w.addPoint(pos, best, 1)
+			w.moved += uint64(t.ws[pos])
+		}
+		labels[i] = best
+	}
+}
+
+// nearest3 returns the index of the vector of g nearest to x, ties to the
+// first.
+//
+//go:noinline
+func nearest3(x0, x1, x2 int64, g [][3]int64) int {
+	bi, bd := 0, int64(math.MaxInt64)
+	for j := range g {
+		p := &g[j]
+		e0, e1, e2 := x0-p[0], x1-p[1], x2-p[2]
+		if d := e0*e0 + e1*e1 + e2*e2; d < bd {
+			bi, bd = j, d
+		}
+	}
+	return bi
+}
+
+// movedLose3 is walk's skip test for three dimensions: whether every
+// centroid of cands that moved is dominated, on the box [lo, hi], by z,
+// the centroid of l nearest the box's centre (see prune3 for the test).
+func movedLose3(c3 [][3]int64, l, cands []int32, moved []bool, lo, hi []int32) bool {
+	l0, l1, l2 := int64(lo[0]), int64(lo[1]), int64(lo[2])
+	h0, h1, h2 := int64(hi[0]), int64(hi[1]), int64(hi[2])
+	m0, m1, m2 := l0+h0, l1+h1, l2+h2
+	z, zd := l[0], int64(math.MaxInt64)
+	for _, c := range l {
+		p := &c3[c]
+		e0, e1, e2 := 2*p[0]-m0, 2*p[1]-m1, 2*p[2]-m2
+		if d := e0*e0 + e1*e1 + e2*e2; d < zd {
+			z, zd = c, d
+		}
+	}
+	zc := &c3[z]
+	z0, z1, z2 := zc[0], zc[1], zc[2]
+	w0, w1, w2 := 4*(h0-l0), 4*(h1-l1), 4*(h2-l2)
+	for _, c := range cands {
+		if !moved[c] {
+			continue
+		}
+		p := &c3[c]
+		c0, c1, c2 := p[0], p[1], p[2]
+		e0, e1, e2 := 2*c0-m0, 2*c1-m1, 2*c2-m2
+		if e0*e0+e1*e1+e2*e2-zd <= abs64(c0-z0)*w0+abs64(c1-z1)*w1+abs64(c2-z2)*w2 {
+			return false
+		}
+	}
+	return true
 }
 
 // nearestOf returns the centroid of cands (ascending) nearest to x, ties
@@ -930,41 +1118,53 @@ func dominated(c, z, lo, hi []int32) bool {
 	return dc > dz
 }
 
-// prune3 is prune for three dimensions, unrolled.
-func prune3(cent []int32, cands []int32, lo, hi []int32, out []int32) []int32 {
+// prune3 is prune for three dimensions, unrolled; dist is scratch of at
+// least len(cands).
+//
+// With m = lo + hi, w = hi − lo and D(c) = |2c − m|² (four times the
+// squared distance from c to the box's centre), the corner v that favours
+// c most against z gives
+//
+//	|v−c|² − |v−z|² = (D(c) − D(z))/4 − Σⱼ |cⱼ − zⱼ|·wⱼ,
+//
+// so c is dominated exactly when D(c) − D(z) > 4·Σⱼ |cⱼ − zⱼ|·wⱼ: the
+// distances to the centre that choose z also decide most of the test.
+func prune3(c3 [][3]int64, cands []int32, lo, hi []int32, out []int32, dist []int64) []int32 {
 	l0, l1, l2 := int64(lo[0]), int64(lo[1]), int64(lo[2])
 	h0, h1, h2 := int64(hi[0]), int64(hi[1]), int64(hi[2])
 	m0, m1, m2 := l0+h0, l1+h1, l2+h2
+	dist = dist[:len(cands)]
 	z, zd := cands[0], int64(math.MaxInt64)
-	for _, c := range cands {
-		p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
-		e0, e1, e2 := 2*int64(p[0])-m0, 2*int64(p[1])-m1, 2*int64(p[2])-m2
-		if d := e0*e0 + e1*e1 + e2*e2; d < zd {
+	for i, c := range cands {
+		p := &c3[c]
+		e0, e1, e2 := 2*p[0]-m0, 2*p[1]-m1, 2*p[2]-m2
+		d := e0*e0 + e1*e1 + e2*e2
+		dist[i] = d
+		if d < zd {
 			z, zd = c, d
 		}
 	}
-	zc := cent[int(z)*3 : int(z)*3+3 : int(z)*3+3]
-	z0, z1, z2 := int64(zc[0]), int64(zc[1]), int64(zc[2])
-	for _, c := range cands {
-		p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
-		c0, c1, c2 := int64(p[0]), int64(p[1]), int64(p[2])
-		v0, v1, v2 := l0, l1, l2
-		if c0 > z0 {
-			v0 = h0
-		}
-		if c1 > z1 {
-			v1 = h1
-		}
-		if c2 > z2 {
-			v2 = h2
-		}
-		a0, a1, a2 := v0-c0, v1-c1, v2-c2
-		b0, b1, b2 := v0-z0, v1-z1, v2-z2
-		if c == z || a0*a0+a1*a1+a2*a2 <= b0*b0+b1*b1+b2*b2 {
-			out = append(out, c)
+	zc := &c3[z]
+	z0, z1, z2 := zc[0], zc[1], zc[2]
+	w0, w1, w2 := 4*(h0-l0), 4*(h1-l1), 4*(h2-l2)
+	// branch-free: which candidates survive is hard to predict
+	n := len(out)
+	out = out[:n+len(cands)]
+	for i, c := range cands {
+		p := &c3[c]
+		s := abs64(p[0]-z0)*w0 + abs64(p[1]-z1)*w1 + abs64(p[2]-z2)*w2
+		out[n] = c
+		if dist[i]-zd <= s { // not dominated by z (z itself: 0 ≤ s)
+			n++
 		}
 	}
-	return out
+	return out[:n]
+}
+
+// abs64 returns |x|.
+func abs64(x int64) int64 {
+	s := x >> 63
+	return (x ^ s) - s
 }
 
 func (t *treeSession) Labels(dst []int32) error {
@@ -1037,16 +1237,28 @@ func (t *treeSession) profile(ctx context.Context, cent []int32, inertia, utilit
 	workers := max(1, min(t.workers, len(t.tasks)))
 	parts := make([][]uint64, workers)
 	bufs := make([][]int32, workers)
+	gathers := make([][][3]int64, workers)
+	var c3 [][3]int64
+	if t.dim == 3 {
+		c3 = make([][3]int64, k)
+		for c := range c3 {
+			p := cent[3*c : 3*c+3 : 3*c+3]
+			c3[c] = [3]int64{int64(p[0]), int64(p[1]), int64(p[2])}
+		}
+	}
+	scratches := make([][][4]int64, workers)
 	for w := range workers {
 		parts[w] = make([]uint64, 2*k)
 		bufs[w] = make([]int32, 65*k)
+		gathers[w] = make([][3]int64, k)
+		scratches[w] = make([][4]int64, k)
 	}
 	all := make([]int32, k)
 	for c := range all {
 		all[c] = int32(c)
 	}
-	err := parallel(ctx, len(t.tasks), workers, func(w, task int) {
-		t.utility(t.tasks[task], cent, all, bufs[w], parts[w][:k], parts[w][k:])
+	err := t.parallel(ctx, len(t.tasks), workers, func(w, task int) {
+		t.utility(t.tasks[task], cent, all, bufs[w], c3, gathers[w], scratches[w], parts[w][:k], parts[w][k:])
 	})
 	if err != nil {
 		return err
@@ -1067,12 +1279,16 @@ func (t *treeSession) profile(ctx context.Context, cent []int32, inertia, utilit
 // distances to the nearest and second-nearest centroids of cent. cands
 // (ascending) holds every centroid that may be nearest or second-nearest
 // to a point of the node.
-func (t *treeSession) utility(nd int32, cent, cands, buf []int32, inert, util []uint64) {
+func (t *treeSession) utility(nd int32, cent, cands, buf []int32, c3, gather [][3]int64, scratch [][4]int64, inert, util []uint64) {
 	dim := t.dim
 	node := &t.nodes[nd]
 	lo, hi := t.lo[int(nd)*dim:int(nd+1)*dim], t.hi[int(nd)*dim:int(nd+1)*dim]
 	if len(cands) > 2 {
-		cands = pruneTwo(cent, dim, cands, lo, hi, buf[:0:len(cands)])
+		if dim == 3 {
+			cands = pruneTwo3(c3, cands, lo, hi, buf[:0:len(cands)], scratch)
+		} else {
+			cands = pruneTwo(cent, dim, cands, lo, hi, buf[:0:len(cands)])
+		}
 		buf = buf[len(cands):]
 	}
 	switch len(cands) {
@@ -1095,12 +1311,12 @@ func (t *treeSession) utility(nd int32, cent, cands, buf []int32, inert, util []
 		}
 	}
 	if node.left >= 0 {
-		t.utility(node.left, cent, cands, buf, inert, util)
-		t.utility(node.right, cent, cands, buf, inert, util)
+		t.utility(node.left, cent, cands, buf, c3, gather, scratch, inert, util)
+		t.utility(node.right, cent, cands, buf, c3, gather, scratch, inert, util)
 		return
 	}
 	if dim == 3 {
-		t.utilityLeaf3(node, cent, cands, inert, util)
+		t.utilityLeaf3(node, c3, cands, gather, inert, util)
 		return
 	}
 	for pos := node.first; pos < node.last; pos++ {
@@ -1125,30 +1341,44 @@ func (t *treeSession) utility(nd int32, cent, cands, buf []int32, inert, util []
 }
 
 // utilityLeaf3 is utility's scan of the points of a leaf for three
-// dimensions, unrolled.
-func (t *treeSession) utilityLeaf3(node *treeNode, cent, cands []int32, inert, util []uint64) {
+// dimensions, with the candidates gathered into g first.
+func (t *treeSession) utilityLeaf3(node *treeNode, c3 [][3]int64, cands []int32, g [][3]int64, inert, util []uint64) {
+	g = g[:len(cands)]
+	for i, c := range cands {
+		g[i] = c3[c]
+	}
 	xs := t.xs[int(node.first)*3 : int(node.last)*3]
 	for i, wt := range t.ws[node.first:node.last] {
-		x0, x1, x2 := int64(xs[3*i]), int64(xs[3*i+1]), int64(xs[3*i+2])
-		best := int32(-1)
-		b1, b2 := uint64(math.MaxUint64), uint64(math.MaxUint64)
-		for _, c := range cands {
-			p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
-			e0, e1, e2 := x0-int64(p[0]), x1-int64(p[1]), x2-int64(p[2])
-			d := uint64(e0*e0 + e1*e1 + e2*e2)
-			if d < b2 {
-				if d < b1 {
-					b2, best, b1 = b1, c, d
-				} else {
-					b2 = d
-				}
-			}
-		}
-		inert[best] += uint64(wt) * b1
-		if b2 != math.MaxUint64 {
-			util[best] += uint64(wt) * (b2 - b1)
+		x := (*[3]int32)(xs[3*i:])
+		bi, b1, b2 := nearestTwo3(int64(x[0]), int64(x[1]), int64(x[2]), g)
+		best := cands[bi]
+		inert[best] += uint64(wt) * uint64(b1)
+		if b2 != math.MaxInt64 {
+			util[best] += uint64(wt) * uint64(b2-b1)
 		}
 	}
+}
+
+// nearestTwo3 returns the index of the vector of g nearest to x (ties to
+// the first) and the squared distances to the nearest and second-nearest
+// (math.MaxInt64 if g has one vector).
+//
+//go:noinline
+func nearestTwo3(x0, x1, x2 int64, g [][3]int64) (bi int, b1, b2 int64) {
+	b1, b2 = math.MaxInt64, math.MaxInt64
+	for j := range g {
+		p := &g[j]
+		e0, e1, e2 := x0-p[0], x1-p[1], x2-p[2]
+		d := e0*e0 + e1*e1 + e2*e2
+		// branch-free: if d < b1, b1 moves to second place, else d may
+		// take it
+		b2 = min(b2, max(d, b1))
+		if d < b1 {
+			bi = j
+		}
+		b1 = min(b1, d)
+	}
+	return bi, b1, b2
 }
 
 // nodeInertia returns Σ w|x−c|² over the points of node nd, from its sums.
@@ -1162,9 +1392,6 @@ func (t *treeSession) nodeInertia(nd int32, c []int32) uint64 {
 // candidates nearest the box's centre, a third that both are strictly
 // nearer to everywhere in the box is neither.
 func pruneTwo(cent []int32, dim int, cands []int32, lo, hi []int32, out []int32) []int32 {
-	if dim == 3 {
-		return pruneTwo3(cent, cands, lo, hi, out)
-	}
 	var z1, z2 int32 = -1, -1
 	d1, d2 := uint64(math.MaxUint64), uint64(math.MaxUint64)
 	for _, c := range cands {
@@ -1206,49 +1433,51 @@ func (t *treeSession) gap(nd int32, a, b []int32) uint64 {
 }
 
 // pruneTwo3 is pruneTwo for three dimensions, unrolled.
-func pruneTwo3(cent []int32, cands []int32, lo, hi []int32, out []int32) []int32 {
+func pruneTwo3(c3 [][3]int64, cands []int32, lo, hi []int32, out []int32, g [][4]int64) []int32 {
 	l0, l1, l2 := int64(lo[0]), int64(lo[1]), int64(lo[2])
 	h0, h1, h2 := int64(hi[0]), int64(hi[1]), int64(hi[2])
 	m0, m1, m2 := l0+h0, l1+h1, l2+h2
-	var z1, z2 int32 = -1, -1
+	w0, w1, w2 := 4*(h0-l0), 4*(h1-l1), 4*(h2-l2)
+	g = g[:len(cands)]
+	i1, i2 := -1, -1
 	d1, d2 := int64(math.MaxInt64), int64(math.MaxInt64)
-	for _, c := range cands {
-		p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
-		e0, e1, e2 := 2*int64(p[0])-m0, 2*int64(p[1])-m1, 2*int64(p[2])-m2
+	for i, c := range cands {
+		p := &c3[c]
+		c0, c1, c2 := p[0], p[1], p[2]
+		e0, e1, e2 := 2*c0-m0, 2*c1-m1, 2*c2-m2
 		d := e0*e0 + e1*e1 + e2*e2
+		g[i] = [4]int64{(c0 - l0) * w0, (c1 - l1) * w1, (c2 - l2) * w2, d}
 		switch {
 		case d < d1:
-			z2, d2 = z1, d1
-			z1, d1 = c, d
+			i2, d2 = i1, d1
+			i1, d1 = i, d
 		case d < d2:
-			z2, d2 = c, d
+			i2, d2 = i, d
 		}
 	}
-	// loses reports whether c is strictly farther than z from every
-	// point of the box (dominated, unrolled)
-	loses := func(c0, c1, c2 int64, z []int32) bool {
-		z0, z1, z2 := int64(z[0]), int64(z[1]), int64(z[2])
-		v0, v1, v2 := l0, l1, l2
-		if c0 > z0 {
-			v0 = h0
-		}
-		if c1 > z1 {
-			v1 = h1
-		}
-		if c2 > z2 {
-			v2 = h2
-		}
-		a0, a1, a2 := v0-c0, v1-c1, v2-c2
-		b0, b1, b2 := v0-z0, v1-z1, v2-z2
-		return a0*a0+a1*a1+a2*a2 > b0*b0+b1*b1+b2*b2
-	}
-	y1, y2 := cent[int(z1)*3:int(z1)*3+3:int(z1)*3+3], cent[int(z2)*3:int(z2)*3+3:int(z2)*3+3]
-	for _, c := range cands {
-		p := cent[int(c)*3 : int(c)*3+3 : int(c)*3+3]
-		c0, c1, c2 := int64(p[0]), int64(p[1]), int64(p[2])
-		if c == z1 || c == z2 || !loses(c0, c1, c2, y1) || !loses(c0, c1, c2, y2) {
-			out = append(out, c)
+	n := len(out)
+	out = out[:n+len(cands)]
+	return out[:n+survivorsTwo3(g, g[i1], g[i2], cands, out[n:])]
+}
+
+// survivorsTwo3 is the end of pruneTwo3: g holds, for each candidate c,
+// ((c−lo)·w, D(c)) (see prune3), y and z those of the two nearest to the
+// box's centre; it writes to out the candidates that y or z does not
+// dominate and returns how many.
+//
+//go:noinline
+func survivorsTwo3(g [][4]int64, y, z [4]int64, cands, out []int32) int {
+	out = out[:len(g)]
+	cands = cands[:len(g)]
+	n := 0
+	for i := range g {
+		p := &g[i]
+		out[n] = cands[i]
+		sy := abs64(p[0]-y[0]) + abs64(p[1]-y[1]) + abs64(p[2]-y[2])
+		sz := abs64(p[0]-z[0]) + abs64(p[1]-z[1]) + abs64(p[2]-z[2])
+		if p[3]-y[3] <= sy || p[3]-z[3] <= sz { // branch-free (|| of two compares)
+			n++
 		}
 	}
-	return out
+	return n
 }
