@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -383,6 +384,7 @@ func TestStartsSideBySide(t *testing.T) {
 // point set it opens.
 type coarseBackend struct {
 	coarse, profile bool
+	mu              sync.Mutex // the full points' session opens on another goroutine
 	opened          []int
 }
 
@@ -396,7 +398,9 @@ type profilingSession struct {
 func (b *coarseBackend) Name() string { return "coarse-test" }
 
 func (b *coarseBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
+	b.mu.Lock()
 	b.opened = append(b.opened, pts.Len())
+	b.mu.Unlock()
 	s, err := CPU.Open(pts, opt)
 	if err != nil || !b.profile {
 		return plainSession{s}, err
@@ -503,6 +507,7 @@ func (s *seedingSession) SeedStep(rs []uint64) (int, uint64, error) {
 // seedingBackend opens seedingSessions (on the reduced set too).
 type seedingBackend struct {
 	unsupported bool
+	mu          sync.Mutex
 	sessions    []*seedingSession
 }
 
@@ -515,7 +520,9 @@ func (b *seedingBackend) Open(pts *Points, opt SessionOptions) (Session, error) 
 		return nil, err
 	}
 	ss := &seedingSession{Session: s, pts: pts, unsupported: b.unsupported}
+	b.mu.Lock()
 	b.sessions = append(b.sessions, ss)
+	b.mu.Unlock()
 	return ss, nil
 }
 
