@@ -429,18 +429,29 @@ func BenchmarkRoundTrip(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			cent := benchCentroids(pts, k)
-			var st kmeans.Stats
-			for i := range b.N {
-				c := cent
-				if i%2 == 0 {
-					c = cent[:3*(k-1)]
-				}
-				if err := s.Assign(context.Background(), c, &st); err != nil {
-					b.Fatal(err)
-				}
-			}
+			assignFresh(b, s, benchCentroids(pts, k), nil)
 		})
+	}
+}
+
+// assignFresh runs b.N Assigns of s, alternately with all of cent and
+// all but its last centroid (so that every point is added to the sums
+// afresh, as after breathing's changes of k), calling after, if not nil,
+// after each.
+func assignFresh(b *testing.B, s kmeans.Session, cent []int32, after func()) {
+	var st kmeans.Stats
+	dim := s.(*session).L.dim
+	for i := range b.N {
+		c := cent
+		if i%2 == 0 {
+			c = cent[:len(cent)-dim]
+		}
+		if err := s.Assign(context.Background(), c, &st); err != nil {
+			b.Fatal(err)
+		}
+		if after != nil {
+			after()
+		}
 	}
 }
 
@@ -479,19 +490,8 @@ func BenchmarkSmallSets(b *testing.B) {
 					if err := timeKernels(s); err != nil {
 						b.Fatal(err)
 					}
-					cent := benchCentroids(set.pts, k)
-					var st kmeans.Stats
 					var total float64
-					for i := range b.N {
-						c := cent
-						if i%2 == 0 {
-							c = cent[:3*(k-1)]
-						}
-						if err := s.Assign(context.Background(), c, &st); err != nil {
-							b.Fatal(err)
-						}
-						total += info(s).ms
-					}
+					assignFresh(b, s, benchCentroids(set.pts, k), func() { total += info(s).ms })
 					b.ReportMetric(total/float64(b.N), "kernel-ms")
 					b.Logf("kernel %s", info(s).kernel)
 				})

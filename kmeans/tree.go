@@ -198,14 +198,7 @@ func (b *kdBuilder) buildShaped(shape []shapeNode, s, first, last int32) int32 {
 	sn := &shape[s]
 	mid := first + (last-first)/2 // as reduceKD halves
 	dim := b.pts.Dim
-	id := int32(len(b.nodes))
-	if len(b.nodes) == cap(b.nodes) {
-		b.grow(int(last - first))
-	}
-	b.nodes = append(b.nodes, treeNode{first: first, last: last, left: -1, right: -1})
-	b.lo = b.lo[:len(b.lo)+dim]
-	b.hi = b.hi[:len(b.hi)+dim]
-	b.sums = b.sums[:len(b.sums)+dim]
+	id := b.push(first, last)
 	l := b.buildShaped(shape, sn.left, first, mid)
 	r := b.buildShaped(shape, sn.right, mid, last)
 	b.join(id, l, r)
@@ -244,13 +237,11 @@ func (b *kdBuilder) build(first, last int32) int32 {
 	return id
 }
 
-// node appends the node for tree positions [first, last) with its tight
-// box. A node of at most leafSize points, or of points that all coincide,
-// is a leaf and gets its sums; any other is split at the median of its
-// box's longest side, at mid, for the caller to build its children.
-func (b *kdBuilder) node(first, last int32) (id, mid int32, split bool) {
+// push appends the node of tree positions [first, last), without children,
+// and room for its box and sums, and returns its index.
+func (b *kdBuilder) push(first, last int32) int32 {
 	dim := b.pts.Dim
-	id = int32(len(b.nodes))
+	id := int32(len(b.nodes))
 	if len(b.nodes) == cap(b.nodes) {
 		b.grow(int(last - first))
 	}
@@ -258,6 +249,16 @@ func (b *kdBuilder) node(first, last int32) (id, mid int32, split bool) {
 	b.lo = b.lo[:len(b.lo)+dim]
 	b.hi = b.hi[:len(b.hi)+dim]
 	b.sums = b.sums[:len(b.sums)+dim]
+	return id
+}
+
+// node appends the node for tree positions [first, last) with its tight
+// box. A node of at most leafSize points, or of points that all coincide,
+// is a leaf and gets its sums; any other is split at the median of its
+// box's longest side, at mid, for the caller to build its children.
+func (b *kdBuilder) node(first, last int32) (id, mid int32, split bool) {
+	dim := b.pts.Dim
+	id = b.push(first, last)
 	clear(b.sums[len(b.sums)-dim:])
 	lo, hi := b.lo[int(id)*dim:int(id+1)*dim], b.hi[int(id)*dim:int(id+1)*dim]
 	part := b.perm[first:last]
