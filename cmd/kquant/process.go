@@ -33,7 +33,7 @@ type runner struct {
 	stderr  io.Writer
 	prog    *progress
 	reports *json.Encoder
-	gpu     *gpuStart // --backend auto: the GPU, until it is up or known absent
+	gpu     *gpuStart // --backend auto or cuda: the GPU while it starts, until taken
 }
 
 // execute runs a parsed command line and returns the exit status.
