@@ -215,7 +215,7 @@ func NewHybrid(c HybridConfig) *Hybrid {
 		h.consts[a] = &v
 	}
 	if h.cur == "" {
-		h.k, h.moved = max(c.K, 1), 0.05
+		h.k, h.moved = max(c.K, 1), steadyMoved
 		best, bestT := Algorithm(""), math.Inf(1)
 		var parts []string
 		for _, a := range c.Candidates {
@@ -318,6 +318,10 @@ func (h *Hybrid) prior(a Algorithm, k int) float64 {
 	}
 	return movedWork(a, k, h.moved)
 }
+
+// steadyMoved is the fraction of the weight a steady pass is taken to
+// move when the model compares algorithms before any pass.
+const steadyMoved = 0.05
 
 // movedWork is the prior's distances per point of algorithm a at k
 // centroids when the last pass moved the fraction moved of the weight.
@@ -1002,7 +1006,24 @@ const (
 	// 32-D tree takes 37–43 ms, a Lloyd pass 13), so the tree is taken at
 	// large k only, where a pass costs far more than the build.
 	treeProbeRatio = 0.5
+	// treeRepayPasses is how many passes the tree's build may take to be
+	// repaid by passes cheaper than those of the model's choice: the
+	// seeds' synthetic runs at d = 32 last 15–30 passes (bench/README.md,
+	// n = 30 000, k = 32, σ² = 0.001: passes 1.25 ms against the bounds'
+	// 3.1, the build 24 ms, repaid after 13 of 15 passes). A build that
+	// could not be repaid even by free passes is not probed.
+	treeRepayPasses = 12
 )
+
+// takeTree decides for the kd-tree above autoTreeDim from the probe: its
+// pass r and build b, in Lloyd passes, and c, the modelled steady pass of
+// the model's choice in Lloyd passes. The tree is taken when its first
+// pass, built, costs at most treeProbeRatio of a Lloyd pass, or when its
+// passes are cheaper than the choice's and repay the build within
+// treeRepayPasses.
+func takeTree(r, b, c float64) bool {
+	return r > 0 && (r+b <= treeProbeRatio || r < c && b <= (c-r)*treeRepayPasses)
+}
 
 // treeBuildCost is what building the kd-tree costs per point and level,
 // in distances (of the same dimension) of a Lloyd pass: 30 000 points in
@@ -1029,7 +1050,7 @@ func treeBuildShare(n, k int) float64 {
 // builds of the sample's tree (each a sixteenth of the whole one), a
 // sixty-fourth of a Lloyd pass, and r/16 of one (r the first result) per
 // try of the tree.
-func treeProbe(pts *Points, cent []int32) (pass, build float64) {
+func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, build float64) {
 	n, dim := pts.Len(), pts.Dim
 	if n < treeProbeMin || len(cent) < 2*dim {
 		return 0, 0
@@ -1080,10 +1101,10 @@ func treeProbe(pts *Points, cent []int32) (pass, build float64) {
 			return 0, 0
 		}
 		tl = math.Min(tl, time.Since(t0).Seconds()*float64(m)/float64(q))
-		if try == 0 && tb > treeProbeRatio*tl && treeProbeClock == nil {
+		if try == 0 && tb > treeRepayPasses*tl && treeProbeClock == nil {
 			return math.Inf(1), tb / tl // the build alone costs too much
 		}
-		if try > 0 && tt+tb > treeProbeRatio*tl {
+		if try > 0 && !take(tt/tl, tb/tl) {
 			break // no: a second try would only confirm it
 		}
 		tree.valid = false
@@ -1122,8 +1143,9 @@ type autoSession struct {
 	workers int
 	update  Update
 	hy      *Hybrid
-	pp      *cpuSession  // per-point algorithms, opened on first use
-	tree    *treeSession // kd-tree, built on first use
+	pp      *cpuSession   // per-point algorithms, opened on first use
+	tree    *treeSession  // kd-tree, built on first use
+	setup   time.Duration // spent probing and building tree, opening pp (SetupTimer)
 	cur     Session
 	curAlgo Algorithm
 	k       int
@@ -1205,7 +1227,7 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 		// Above autoTreeDim the first pass probes the tree on a sample,
 		// unless its build alone would cost too much.
 		if opt.Update == UpdateAuto && !opt.Refining && n >= treeProbeMin {
-			if b := treeBuildShare(n, max(opt.MaxK, 1)); b <= 2*treeProbeRatio {
+			if b := treeBuildShare(n, max(opt.MaxK, 1)); b <= treeRepayPasses {
 				s.probe = true
 			} else {
 				why += fmt.Sprintf("a kd-tree's build would cost about %.1f Lloyd passes; ", b)
@@ -1252,19 +1274,23 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 func (s *autoSession) probeTree(centroids []int32) {
 	s.probe = false
 	h := s.hy
-	r, b := treeProbe(s.pts, centroids)
-	if r > 0 && r+b <= treeProbeRatio {
-		h.why = []string{fmt.Sprintf("%s: dimension %d > %d, but a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more (≤ %.2f): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
-			KDTree, s.pts.Dim, autoTreeDim, r, b, treeProbeRatio, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
+	// the model's choice against Lloyd, steady, in passes
+	k := len(centroids) / s.pts.Dim
+	c := h.Predict(h.cur, k, movedWork(h.cur, k, steadyMoved)) / h.Predict(Lloyd, k, float64(k))
+	take := func(r, b float64) bool { return takeTree(r, b, c) }
+	r, b := treeProbe(s.pts, centroids, take)
+	if take(r, b) {
+		h.why = []string{fmt.Sprintf("%s: dimension %d > %d, but a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more (the model's choice %.2f: its first pass within %.2f, or its build repaid within %d passes): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
+			KDTree, s.pts.Dim, autoTreeDim, r, b, c, treeProbeRatio, treeRepayPasses, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
 		h.cur = KDTree
 		h.cands = append([]Algorithm{KDTree}, h.cands...)
 		return
 	}
 	switch {
 	case math.IsInf(r, 1):
-		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f of a Lloyd pass (> %.2f)", b, treeProbeRatio)
+		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f Lloyd passes (> %d)", b, treeRepayPasses)
 	case r > 0:
-		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more (> %.2f)", r, b, treeProbeRatio)
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more (the model's choice %.2f: neither its first pass within %.2f nor its build repaid within %d passes)", r, b, c, treeProbeRatio, treeRepayPasses)
 	}
 }
 
@@ -1285,17 +1311,21 @@ func (s *autoSession) treeResumes() bool {
 func (s *autoSession) use(a Algorithm) error {
 	if a == KDTree {
 		if s.tree == nil {
+			t := time.Now()
 			s.tree = newTreeSessionShaped(s.pts, s.workers, s.opt.shape)
+			s.setup += time.Since(t)
 		}
 		s.cur, s.curAlgo = s.tree, a
 		return nil
 	}
 	if s.pp == nil {
+		t := time.Now()
 		pp, err := CPU.Open(s.pts, SessionOptions{Algorithm: a, Update: s.autoUpdate(), Workers: s.workers})
 		if err != nil {
 			return err
 		}
 		s.pp = pp.(*cpuSession)
+		s.setup += time.Since(t)
 	}
 	s.pp.setAlgo(a)
 	s.cur, s.curAlgo = s.pp, a
@@ -1318,7 +1348,9 @@ func (s *autoSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 	prev, prevAlgo := s.cur, s.curAlgo
 	first := s.k == 0
 	if first && s.probe {
+		t := time.Now()
 		s.probeTree(centroids)
+		s.setup += time.Since(t)
 	}
 	want := s.hy.Current()
 	if autoSchedule != nil {
@@ -1414,6 +1446,11 @@ func (s *autoSession) Farthest(m int) ([]int, error) { return s.cur.Farthest(m) 
 func (s *autoSession) Profile(ctx context.Context, inertia, utility []uint64) error {
 	return s.cur.(Profiler).Profile(ctx, inertia, utility)
 }
+
+// Setup implements SetupTimer: the time spent probing and building the
+// kd-tree and opening the per-point session, at the session's open or
+// within passes.
+func (s *autoSession) Setup() time.Duration { return s.setup }
 
 // Rebase implements Rebaser: the next Assign is a fresh one.
 func (s *autoSession) Rebase(from []int) error {

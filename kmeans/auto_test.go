@@ -16,17 +16,17 @@ import (
 	"time"
 )
 
-// TestAutoTreeAboveTreeDim: above autoTreeDim, Auto takes the kd-tree
-// for its first pass exactly when the probe measures the tree's pass on a
-// sample and its build at most treeProbeRatio of Lloyd's pass, and
-// measures it from then on; either way the result is Lloyd's. It does not
-// probe where the build alone would cost more than twice that. The
-// probe's times are injected for the decisions; measured, its build weighs
-// less against a Lloyd pass at large k.
+// TestAutoTreeAboveTreeDim: above autoTreeDim, Auto probes the kd-tree
+// on a sample before its first pass and takes it exactly when takeTree
+// says so: its first pass, built, within treeProbeRatio of Lloyd's, or
+// its build repaid by cheaper passes within treeRepayPasses; it measures it
+// from then on; either way the result is Lloyd's. The probe's times are
+// injected for the decisions; measured, its build weighs less against a
+// Lloyd pass at large k.
 func TestAutoTreeAboveTreeDim(t *testing.T) {
 	t.Setenv("KQUANT_CALIBRATION", "off")
 	p := Synthetic(treeProbeMin, 16, 64, 0.0005, 3)
-	const k = 128 // the build ≈ 0.5 Lloyd passes: probed
+	const k = 128
 	start := randomStart(p, k, 1)
 	run := func(algo Algorithm, k int, start []int32) *Model {
 		m, err := Run(context.Background(), p, Config{K: k, Init: InitGiven, Centroids: start, MaxIter: 12, Tol: -1, Workers: 1, Algorithm: algo}, nil)
@@ -36,10 +36,13 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 		return m
 	}
 	want := run(Lloyd, k, start)
+	// Lloyd is a candidate, so the model's choice costs at most a Lloyd
+	// pass: passes of a Lloyd pass or more never repay a build, and no
+	// pass repays more than treeRepayPasses of them.
 	for _, tc := range []struct {
 		pass, build float64
 		tree        bool
-	}{{0.1, 0.1, true}, {0.25, treeProbeRatio - 0.25, true}, {0.1, 0.5, false}, {0.6, 0, false}, {2, 0.1, false}} {
+	}{{0.1, 0.1, true}, {0.25, treeProbeRatio - 0.25, true}, {0.1, treeRepayPasses + 1, false}, {1.2, 0, false}, {2, 0.1, false}} {
 		probes := 0
 		treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
 			probes++
@@ -60,28 +63,40 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 			t.Errorf("%+v: %s", tc, d)
 		}
 	}
-	// At k = 16 the build would cost 3 Lloyd passes: no probe.
-	probes := 0
-	treeProbeClock = func(a, b, c float64) (float64, float64, float64) { probes++; return a, b, c }
-	m := run(Auto, 16, start[:16*16])
-	treeProbeClock = nil
-	if probes != 0 || !strings.Contains(m.Why, "a kd-tree's build would cost about") {
-		t.Errorf("k = 16: %d probes: %s", probes, m.Why)
-	}
 	// Measured: the build's share of a Lloyd pass falls with k; a probe
 	// where the build alone is too dear does not time the tree's pass.
-	r256, b256 := treeProbe(p, randomStart(p, 256, 1))
-	r16, b16 := treeProbe(p, start[:16*16])
+	yes := func(r, b float64) bool { return true }
+	r256, b256 := treeProbe(p, randomStart(p, 256, 1), yes)
+	r16, b16 := treeProbe(p, start[:16*16], yes)
 	if !(r256 > 0 && !math.IsInf(r256, 1) && b256 > 0 && b256 < b16/2) {
 		t.Errorf("probe at k = 256: pass %.3f, build %.3f; at k = 16: build %.3f", r256, b256, b16)
 	}
-	if b16 > treeProbeRatio && !math.IsInf(r16, 1) {
+	if b16 > treeRepayPasses && !math.IsInf(r16, 1) {
 		t.Errorf("probe at k = 16: pass %.3f timed although the build is %.3f", r16, b16)
 	}
 	// Too few points: no probe, no kd-tree.
 	small := Synthetic(treeProbeMin/2, 16, 16, 0.001, 3)
-	if r, b := treeProbe(small, randomStart(small, 16, 1)); r != 0 || b != 0 {
+	if r, b := treeProbe(small, randomStart(small, 16, 1), yes); r != 0 || b != 0 {
 		t.Errorf("probe of %d points: %g, %g", small.Len(), r, b)
+	}
+}
+
+// TestTakeTree: the kd-tree above autoTreeDim, from the probe's pass r and
+// build b and the model's choice c, all in Lloyd passes.
+func TestTakeTree(t *testing.T) {
+	for _, tc := range []struct {
+		r, b, c float64
+		take    bool
+	}{
+		{0.1, 0.3, 0.05, true},  // its first pass, built, within half a Lloyd pass
+		{0.1, 1.7, 0.25, true},  // repaid after 11.3 passes of 0.15 saved
+		{0.1, 1.9, 0.25, false}, // repaid only after 12.7 passes
+		{0.3, 0.3, 0.25, false}, // passes dearer than the choice's
+		{0, 0, 1, false},        // no probe
+	} {
+		if got := takeTree(tc.r, tc.b, tc.c); got != tc.take {
+			t.Errorf("takeTree(%g, %g, %g) = %v", tc.r, tc.b, tc.c, got)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package kmeans
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // A Backend runs the data-parallel half of k-means: labelling every point
@@ -127,6 +128,14 @@ const MaxSeedTrials = 32
 // ErrSeedUnsupported is wrapped by the SeedInit error of a Seeder that
 // cannot seed the points it holds.
 var ErrSeedUnsupported = errors.New("kmeans: seeding not supported on these points")
+
+// A SetupTimer is a Session that may set itself up within its Assigns,
+// as Auto does when it probes and builds a kd-tree for a pass: Setup returns the time
+// spent so far on such setup, at Open or in passes, which benchmarks count
+// with Open's time rather than with the passes'.
+type SetupTimer interface {
+	Setup() time.Duration
+}
 
 // A Counter is a Session that reports how many point–centroid distances
 // its last Assign computed: the work the pruning algorithms save (the
