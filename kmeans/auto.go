@@ -967,14 +967,30 @@ func writeCalibrationFile(path string, fits map[string]map[Algorithm]Cost) error
 // Hamerly's search of every point afresh, 60–130 ns a point beyond a Lloyd
 // pass (d = 3…32, k = 16…256), on the 2-core machine of bench/README.md.
 func cpuDefaults(threads int) map[Algorithm]Cost {
-	t := float64(max(threads, 1))
+	t, f := threadScale(threads)
 	return map[Algorithm]Cost{
-		Lloyd:  {Fixed: 20e-6, PerPoint: 2e-9 / t, Unit: 0.45e-9 / t},
-		GEMM:   {Fixed: 20e-6, PerPoint: 2e-9 / t, Unit: 0.55e-9 / t},
-		Bounds: {Fixed: 40e-6, PerPoint: 4e-9 / t, Unit: 0.9e-9 / t, Search: 80e-9 / t},
-		WuHong: {Fixed: 40e-6, PerPoint: 4e-9 / t, Unit: 0.8e-9 / t},
+		Lloyd:  {Fixed: 20e-6 + f, PerPoint: 2e-9 / t, Unit: 0.45e-9 / t},
+		GEMM:   {Fixed: 20e-6 + f, PerPoint: 2e-9 / t, Unit: 0.55e-9 / t},
+		Bounds: {Fixed: 40e-6 + f, PerPoint: 4e-9 / t, Unit: 0.9e-9 / t, Search: 80e-9 / t},
+		WuHong: {Fixed: 40e-6 + f, PerPoint: 4e-9 / t, Unit: 0.8e-9 / t},
 		KDTree: {Fixed: 20e-6},
 	}
+}
+
+// threadScale returns what threads give a per-point pass over one, and
+// the fixed cost they add to a pass, for the defaults: up to 2 threads as
+// the 2-core machine the constants come from measured them (linear, no
+// fixed cost); beyond, speed-ups of 2·(t/2)^0.3 and 15 µs a thread, as
+// calibrations measured on the H100 machine's 16 threads (Lloyd 3.1×
+// one thread's speed, 270 µs fixed; bench/gpu/h100-s4-calibrate-cpu.txt),
+// where linear defaults sent Auto to try per-point passes that cost
+// 2–5× the kd-tree's (bench/README.md).
+func threadScale(threads int) (speedup, fixed float64) {
+	t := float64(max(threads, 1))
+	if t <= 2 {
+		return t, 0
+	}
+	return 2 * math.Pow(t/2, 0.3), 15e-6 * (t - 2)
 }
 
 // autoTreeDim is the largest dimension in which Auto runs the kd-tree:
