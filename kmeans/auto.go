@@ -1019,8 +1019,9 @@ const (
 	// σ² = 0.001 (where the tree's passes win), 0.6–0.8 at σ² = 0.01 and
 	// 1.0–1.3 at σ² ≥ 0.05 (where they lose). The build adds about
 	// treeBuildShare: 2.8 Lloyd passes at k = 32 there (a 30 000-point
-	// 32-D tree takes 37–43 ms, a Lloyd pass 13), so the tree is taken at
-	// large k only, where a pass costs far more than the build.
+	// 32-D tree takes 37–43 ms, a Lloyd pass 13), so this first-pass rule
+	// takes the tree at large k only, where a pass costs far more than the
+	// build; takeTree also weighs the passes that repay it.
 	treeProbeRatio = 0.5
 	// treeRepayPasses is how many passes the tree's build may take to be
 	// repaid by passes cheaper than those of the model's choice: the
@@ -1058,11 +1059,11 @@ func treeBuildShare(n, k int) float64 {
 // evenly spaced, at least 1 024 and at most 4 096; Lloyd on a quarter of
 // them, scaled), on one thread; and how long building the whole tree takes against that Lloyd
 // pass (the sample's build, scaled by n·depth); the pass +Inf, not
-// measured, where the build alone is more than treeProbeRatio. Where the
-// first try says the tree (pass and build within treeProbeRatio), two
-// more confirm it, the least of the three taken (load only ever adds, and
-// a pass of another program in one of them must not make the tree look
-// fast); a no stands. 0, 0 when pts are too few to tell. It costs two
+// measured, where the build alone is more than treeRepayPasses Lloyd
+// passes. Where the first try says the tree (take of its pass and build),
+// two more confirm it, the least of the three taken (load only ever adds,
+// and a pass of another program in one of them must not make the tree
+// look fast); a no stands. 0, 0 when pts are too few to tell. It costs two
 // builds of the sample's tree (each a sixteenth of the whole one), a
 // sixty-fourth of a Lloyd pass, and r/16 of one (r the first result) per
 // try of the tree.
