@@ -251,6 +251,16 @@ func BenchmarkSeed(b *testing.B) {
 			s.Close()
 		}
 	})
+	b.Run("device-seeds-streamed", func(b *testing.B) {
+		for range b.N {
+			s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
+			if err != nil {
+				b.Fatal(err)
+			}
+			deviceSeedsStreamed(b, s.(Seeder), pts, k, trials, k, rand.NewPCG(1, 0x6b717561_6e740000))
+			s.Close()
+		}
+	})
 	b.Run("device-seeds+run", func(b *testing.B) {
 		var it int
 		for range b.N {
@@ -338,6 +348,13 @@ func (s *meteredSession) SeedStep(rs []uint64) (int, uint64, error) {
 	return i, pot, err
 }
 
+func (s *meteredSession) SeedSteps(pcg kmeans.PCGState, trials, steps int) ([]int, uint64, kmeans.PCGState, error) {
+	t := time.Now()
+	best, pot, next, err := s.Session.(kmeans.StreamSeeder).SeedSteps(pcg, trials, steps)
+	s.seed += time.Since(t)
+	return best, pot, next, err
+}
+
 func (s *meteredSession) Profile(ctx context.Context, inertia, utility []uint64) error {
 	t := time.Now()
 	err := s.Session.(kmeans.Profiler).Profile(ctx, inertia, utility)
@@ -350,9 +367,9 @@ func (s *meteredSession) Profile(ctx context.Context, inertia, utility []uint64)
 // real images with the GPU, the reduced set on the device: the run's wall
 // time, and the time and count of the sessions' opens, Assigns and
 // Profiles and the time of k-means++ on the device, on the reduced set
-// (coarse-) and on all colours (full-). What is left of the wall time is
-// host work: the reduced set, breathing's bookkeeping (and the seeding,
-// with KQUANT_CUDA_SEED=host).
+// (coarse-) and on all colours (full-). What is left of the wall time
+// (host-ms) is host work: the reduced set, breathing's bookkeeping (and
+// the seeding, with KQUANT_CUDA_SEED=host).
 func BenchmarkRunStages(b *testing.B) {
 	g := gpu(b)
 	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
@@ -362,12 +379,25 @@ func BenchmarkRunStages(b *testing.B) {
 		for _, k := range []int{16, 64, 256} {
 			b.Run(fmt.Sprintf("%s/k=%d", name, k), func(b *testing.B) {
 				var m *meteredBackend
+				var wall time.Duration
 				for range b.N {
 					m = &meteredBackend{Backend: g}
+					t := time.Now()
 					if _, err := kmeans.Run(context.Background(), pts, kmeans.Config{K: k, Backend: m}, nil); err != nil {
 						b.Fatal(err)
 					}
+					wall = time.Since(t)
 				}
+				// host-ms: the last run's wall time less its sessions' calls
+				// (the full points' open runs beside the reduced set's work)
+				host := wall
+				for _, s := range m.sessions {
+					host -= s.assign + s.profile + s.seed
+					if s.n < pts.Len() {
+						host -= s.open
+					}
+				}
+				b.ReportMetric(float64(host.Microseconds())/1000, "host-ms")
 				for _, s := range m.sessions {
 					stage := "full-"
 					if s.n < pts.Len() {

@@ -2,6 +2,7 @@ package cudakern
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/kquant/kquant/kmeans"
 )
@@ -695,6 +697,102 @@ func deviceSeeds(tb testing.TB, sd Seeder, pts *kmeans.Points, k, trials int, rn
 	return out
 }
 
+// deviceSeedsStreamed is deviceSeeds with the steps streamed (SeedSteps),
+// batch steps a call, the draws taken on the device from src.
+func deviceSeedsStreamed(tb testing.TB, sd Seeder, pts *kmeans.Points, k, trials, batch int, src *rand.PCG) []int {
+	rng := rand.New(src)
+	pot, err := sd.SeedInit(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	first, err := sd.SeedPick(rng.Uint64N(pot))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := []int{first}
+	if pot, err = sd.SeedInit(pts.At(first)); err != nil {
+		tb.Fatal(err)
+	}
+	for len(out) < k && pot > 0 {
+		b, _ := src.MarshalBinary()
+		st := kmeans.PCGState{binary.BigEndian.Uint64(b[4:]), binary.BigEndian.Uint64(b[12:])}
+		best, p, next, err := sd.(kmeans.StreamSeeder).SeedSteps(st, trials, min(batch, k-len(out)))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		b = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte("pcg:"), next[0]), next[1])
+		if err := src.UnmarshalBinary(b); err != nil {
+			tb.Fatal(err)
+		}
+		out, pot = append(out, best...), p
+	}
+	return out
+}
+
+// TestDevicePCG: the device draws below n as math/rand/v2's Uint64N on a
+// PCG does, through powers of two and bounds where Lemire's method
+// rejects draws (n just above 2^63 rejects about half), and leaves the
+// PCG in the same state.
+func TestDevicePCG(t *testing.T) {
+	b := gpu(t)
+	ns := []uint64{1, 2, 3, 7, 1 << 20, 1000003, 1<<32 + 5, 1 << 40, 1<<63 + 1, 1<<63 + 1, 1<<63 + 12345, math.MaxUint64, 1 << 63, 99}
+	for range 50 {
+		ns = append(ns, 1<<63+1)
+	}
+	src := rand.NewPCG(11, 0x6b717561_6e740003)
+	rng := rand.New(src)
+	rng.Uint64()
+	m, _ := src.MarshalBinary()
+	st := kmeans.PCGState{binary.BigEndian.Uint64(m[4:]), binary.BigEndian.Uint64(m[12:])}
+	got, after, err := b.pcgDraws(st, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range ns {
+		if want := rng.Uint64N(n); got[i] != want {
+			t.Fatalf("draw %d below %d: device %d, host %d", i, n, got[i], want)
+		}
+	}
+	m, _ = src.MarshalBinary()
+	if want := (kmeans.PCGState{binary.BigEndian.Uint64(m[4:]), binary.BigEndian.Uint64(m[12:])}); after != want {
+		t.Errorf("state after the draws: device %x, host %x", after, want)
+	}
+}
+
+// pcgDraws runs kq_pcg_draws: the device's draws below each of ns from the
+// PCG state st, and the state after them.
+func (b *Backend) pcgDraws(st kmeans.PCGState, ns []uint64) ([]uint64, kmeans.PCGState, error) {
+	out := make([]uint64, len(ns))
+	if len(ns) == 0 {
+		return out, st, nil
+	}
+	err := b.w.do(func() error {
+		buf, err := b.alloc(16 + 16*len(ns))
+		if err != nil {
+			return err
+		}
+		defer b.free(buf)
+		if err := b.htod(buf, unsafe.Pointer(&st[0]), 16); err != nil {
+			return err
+		}
+		if err := b.htod(buf+16, unsafe.Pointer(&ns[0]), 8*len(ns)); err != nil {
+			return err
+		}
+		p := &struct {
+			St, Ns, Out uint64
+			M, Pad      int32
+		}{buf, buf + 16, buf + 16 + 8*uint64(len(ns)), int32(len(ns)), 0}
+		if err := b.launch(kPCGDraws, 1, 32, 0, unsafe.Pointer(p)); err != nil {
+			return err
+		}
+		if err := b.dtoh(unsafe.Pointer(&out[0]), p.Out, 8*len(ns)); err != nil {
+			return err
+		}
+		return b.dtoh(unsafe.Pointer(&st[0]), buf, 16)
+	})
+	return out, st, err
+}
+
 // TestSeeder: device k-means++ picks the same points as the host.
 func TestSeeder(t *testing.T) {
 	b := gpu(t)
@@ -715,6 +813,12 @@ func TestSeeder(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s %s k=%d: device seeds %v, host %v", c.name, c.space, c.k, got, want)
 		}
+		for _, batch := range []int{1, 7, c.k} {
+			streamed := deviceSeedsStreamed(t, s.(Seeder), pts, c.k, trials, batch, rand.NewPCG(5, 0x6b717561_6e740000))
+			if !slices.Equal(streamed, want) {
+				t.Errorf("%s %s k=%d: streamed seeds (%d steps a call) %v, host %v", c.name, c.space, c.k, batch, streamed, want)
+			}
+		}
 		// The engine's own k-means++ (for seed 5, start 0) should agree.
 		cent := make([]int32, 0, c.k*3)
 		for _, i := range got {
@@ -729,5 +833,30 @@ func TestSeeder(t *testing.T) {
 			t.Logf("%s %s k=%d: device seeds = the engine's k-means++", c.name, c.space, c.k)
 		}
 		s.Close()
+	}
+}
+
+// TestSeederFewColours: with fewer distinct colours than k the potential
+// falls to zero and the streamed steps stop there, as the host's do.
+func TestSeederFewColours(t *testing.T) {
+	b := gpu(t)
+	coords := []int32{0, 0, 0, 10, 200, 30, 255, 255, 255, 40, 40, 40, 128, 0, 64}
+	pts := &kmeans.Points{Dim: 3}
+	for i := range 3000 {
+		c := (i * 7) % 5
+		pts.Coords = append(pts.Coords, coords[3*c:3*c+3]...)
+		pts.Weights = append(pts.Weights, uint32(1+i%13))
+	}
+	s, err := b.Open(pts, kmeans.SessionOptions{MaxK: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := hostPlusPlus(pts, 16, 4, rand.New(rand.NewPCG(8, 1)))
+	for _, batch := range []int{3, 16} {
+		got := deviceSeedsStreamed(t, s.(Seeder), pts, 16, 4, batch, rand.NewPCG(8, 1))
+		if !slices.Equal(got, want) || len(got) != 5 {
+			t.Errorf("%d steps a call: streamed seeds %v, host %v (5 colours)", batch, got, want)
+		}
 	}
 }

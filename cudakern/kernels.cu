@@ -1137,6 +1137,11 @@ struct ProfParams {
 
 static_assert(sizeof(ProfParams) == 64, "ProfParams layout");
 
+// PROF_SPLIT threads share a point in kq_profile, each comparing it with
+// every PROF_SPLIT-th centroid: a reduced set has too few points to fill
+// the device one a thread.
+#define PROF_SPLIT 8
+
 extern "C" __global__ void __launch_bounds__(256) kq_profile(const ProfParams p) {
     extern __shared__ __align__(16) u32 sprof[];
     const int k = p.k, dim = p.dim, slots = p.util ? 2 * k : k;
@@ -1148,31 +1153,52 @@ extern "C" __global__ void __launch_bounds__(256) kq_profile(const ProfParams p)
     const i64* C = (const i64*)p.cent;
     const u32* W = (const u32*)p.weights;
     u64* out = (u64*)p.out;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x) {
-        i64 x[8];
-#pragma unroll
-        for (int j = 0; j < 8; j++) x[j] = j < dim ? (i64)__ldg(X + (size_t)j * p.npad + i) : 0;
+    const int sub = threadIdx.x % PROF_SPLIT;
+    const long total = (long)p.n * PROF_SPLIT;
+    // whole warps go round (the shuffles below take every lane)
+    for (long q = (long)blockIdx.x * blockDim.x + threadIdx.x; q - (threadIdx.x & 31) < total;
+         q += (long)gridDim.x * blockDim.x) {
+        const int i = (int)(q / PROF_SPLIT);
+        const bool in = i < p.n;
         u64 d1 = ~0ull, d2 = ~0ull;
         int l1 = 0;
-        for (int c = 0; c < k; c++) {
-            const i64* cc = C + (size_t)c * dim;
-            u64 d = 0;
+        if (in) {
+            i64 x[8];
 #pragma unroll
-            for (int j = 0; j < 8; j++)
-                if (j < dim) {
-                    const u64 e = (u64)(x[j] - __ldg(cc + j));
+            for (int j = 0; j < 8; j++) x[j] = j < dim ? (i64)__ldg(X + (size_t)j * p.npad + i) : 0;
+            for (int c = sub; c < k; c += PROF_SPLIT) {
+                const i64* cc = C + (size_t)c * dim;
+                u64 d = 0;
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    if (j < dim) {
+                        const u64 e = (u64)(x[j] - __ldg(cc + j));
+                        d += e * e;
+                    }
+                for (int j = 8; j < dim; j++) {
+                    const u64 e = (u64)((i64)__ldg(X + (size_t)j * p.npad + i) - __ldg(cc + j));
                     d += e * e;
                 }
-            for (int j = 8; j < dim; j++) {
-                const u64 e = (u64)((i64)__ldg(X + (size_t)j * p.npad + i) - __ldg(cc + j));
-                d += e * e;
-            }
-            if (d < d1) {
-                d2 = d1, d1 = d, l1 = c;
-            } else if (d < d2) {
-                d2 = d;
+                if (d < d1) {
+                    d2 = d1, d1 = d, l1 = c;
+                } else if (d < d2) {
+                    d2 = d;
+                }
             }
         }
+        // merge the PROF_SPLIT partial answers: the least distance (its
+        // lowest index on ties) and the second least of all
+#pragma unroll
+        for (int o = 1; o < PROF_SPLIT; o <<= 1) {
+            const u64 e1 = shfl_u64(d1, (threadIdx.x & 31) ^ o), e2 = shfl_u64(d2, (threadIdx.x & 31) ^ o);
+            const int m1 = __shfl_xor_sync(0xffffffffu, l1, o);
+            if (e1 < d1 || (e1 == d1 && m1 < l1)) {
+                d2 = min(d1, e2), d1 = e1, l1 = m1;
+            } else {
+                d2 = min(d2, e1);
+            }
+        }
+        if (!in || sub != 0) continue;
         const u64 w = W ? (u64)__ldg(W + i) : 1ull;
         const u64 vi = w * d1;
         const u64 vu = (p.util && k > 1) ? w * (d2 - d1) : 0;
@@ -1317,33 +1343,98 @@ extern "C" __global__ void __launch_bounds__(256) kq_remap(const DedupParams p) 
 
 // ------------------------------------------------------- k-means++ seeding
 //
-// The host keeps the random draws (so the choices are the engine's own);
-// the device keeps, for every point, D = its squared distance to the
-// nearest centroid so far, and per block of PP_CHUNK points the sum of
-// w·D with their inclusive prefix, which locates a draw r < pot (the
-// first point whose inclusive prefix of w·D exceeds r) with one binary
-// search over blocks and one scan inside a block. All sums are exact
-// 64-bit integers, so every choice equals the engine's host k-means++.
+// The draws are the engine's own: the host's (SeedStep), or taken here
+// from the engine's PCG (streamed steps, kq_pp_next). The device keeps,
+// for every point, D = its squared distance to the nearest centroid so
+// far, and per group of PP_GROUP points (one warp's) the sum of w·D with
+// their inclusive prefixes, which locate a draw r < pot (the first point
+// whose inclusive prefix of w·D exceeds r) with a 32-way search over the
+// groups and one warp scan inside a group. All sums are exact 64-bit
+// integers, so every choice equals the engine's host k-means++. Every
+// kernel but the one-block scans takes one point per thread (a warp per
+// group), so the grids fill the device.
 
-#define PP_CHUNK 2048
+#define PP_GROUP 32
 #define PP_MAXT 32
 
 struct PPParams {
     u64 pts, weights;
-    u64 D;      // u32 per point
-    u64 bsum;   // u64 per block: Σ w·D
-    u64 bpre;   // u64 per block: inclusive prefix of bsum
-    u64 cand;   // int [T]: the points drawn
-    u64 gains;  // u64 [T]
-    u64 out;    // u64 [2]: chosen point, potential
-    u64 cent;   // float4 [k] centred centroids (start)
+    u64 D;       // u32 per point
+    u64 gsum;    // u64 per group: Σ w·D
+    u64 gpre;    // u64 per group: inclusive prefix of gsum
+    u64 cand;    // int [T]: the points drawn
+    u64 gains;   // u64 [T]
+    u64 out;     // u64 [2]: chosen point, potential
+    u64 cent;    // float4 [k] centred centroids (start)
+    u64 stream;  // PPStream, or 0: steps whose draws the device takes
+    u64 picks;   // int per streamed step: the point chosen
     int n, fmt, dim, T;
-    int k, nblocks, mode, pad0;  // mode (start): 0 = D from cent, 1 = D = 1
+    int k, ngroups, mode, pad0;  // mode (start): 0 = D from cent, 1 = D = 1
     float g[4], off[4];
     u64 rs[PP_MAXT];  // the draws, by value: no copy before a step
 };
 
-static_assert(sizeof(PPParams) == 72 + 32 + 32 + 8 * PP_MAXT, "PPParams layout");
+static_assert(sizeof(PPParams) == 88 + 32 + 32 + 8 * PP_MAXT, "PPParams layout");
+
+// PPStream is the state of streamed steps (kq_pp_next): the PCG of
+// math/rand/v2 that draws, how many steps chose a point, and whether the
+// potential fell to zero (then every later step does nothing).
+struct PPStream {
+    u64 hi, lo;
+    int step, stop;
+};
+
+// pcg_u64 is math/rand/v2's (*PCG).Uint64: a 128-bit LCG step and the
+// DXSM output.
+__device__ __forceinline__ u64 pcg_u64(u64& hi, u64& lo) {
+    const u64 mulHi = 2549297995355413924ull, mulLo = 4865540595714422341ull;
+    const u64 incHi = 6364136223846793005ull, incLo = 1442695040888963407ull;
+    u64 h = __umul64hi(lo, mulLo) + hi * mulLo + lo * mulHi;
+    const u64 l0 = lo * mulLo, l = l0 + incLo;
+    h += incHi + (l < l0 ? 1 : 0);
+    hi = h, lo = l;
+    h ^= h >> 32;
+    h *= 0xda942042e4dd58b5ull;
+    h ^= h >> 48;
+    return h * (l | 1);
+}
+
+// pcg_below is (*rand.Rand).Uint64N(n) on that PCG (64-bit platforms):
+// Lemire's multiply with its rejection, or a mask for powers of two.
+__device__ u64 pcg_below(u64& hi, u64& lo, u64 n) {
+    if ((n & (n - 1)) == 0) return pcg_u64(hi, lo) & (n - 1);
+    u64 x = pcg_u64(hi, lo);
+    u64 h = __umul64hi(x, n), l = x * n;
+    if (l < n) {
+        const u64 thresh = (0 - n) % n;
+        while (l < thresh) {
+            x = pcg_u64(hi, lo);
+            h = __umul64hi(x, n), l = x * n;
+        }
+    }
+    return h;
+}
+
+// kq_pcg_draws (one thread) draws pcg_below(ns[i]) for i < m from the PCG
+// state st[0:2] into out, and leaves the state in st: a test of the
+// device's draws against math/rand/v2.
+struct PCGDraws {
+    u64 st, ns, out;  // u64 [2], [m], [m]
+    int m, pad;
+};
+
+extern "C" __global__ void kq_pcg_draws(const PCGDraws p) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    u64* st = (u64*)p.st;
+    u64 hi = st[0], lo = st[1];
+    for (int i = 0; i < p.m; i++) ((u64*)p.out)[i] = pcg_below(hi, lo, ((const u64*)p.ns)[i]);
+    st[0] = hi, st[1] = lo;
+}
+
+// pp_stopped says whether the streamed steps have stopped (uniform).
+__device__ __forceinline__ bool pp_stopped(const PPParams& p) {
+    return p.stream && ((volatile const PPStream*)p.stream)->stop;
+}
 
 __device__ __forceinline__ void pp_point(const PPParams& p, int i, float x[4]) {
     if (p.fmt == FMT_P8) {
@@ -1375,14 +1466,25 @@ __device__ __forceinline__ u64 block_sum_u64(u64 v) {
     return t;
 }
 
-// kq_pp_start sets D from the centroids (or to 1) and the block sums.
+// pp_weight is point i's weight (all ones without weights).
+__device__ __forceinline__ u64 pp_weight(const PPParams& p, int i) {
+    return p.weights ? (u64)((const u32*)p.weights)[i] : 1u;
+}
+
+// pp_group_sum writes, from lane 0 of each warp, the warp's Σ v as the sum
+// of the group whose first point is i0 (one point per lane).
+__device__ __forceinline__ void pp_group_sum(const PPParams& p, int i0, u64 v) {
+    v = warp_sum_u64(v);
+    if ((threadIdx.x & 31) == 0 && i0 < p.n) ((u64*)p.gsum)[i0 / PP_GROUP] = v;
+}
+
+// kq_pp_start (a point a thread) sets D from the centroids (or to 1) and
+// the group sums.
 extern "C" __global__ void __launch_bounds__(256) kq_pp_start(const PPParams p) {
-    const int lo = blockIdx.x * PP_CHUNK, hi = min(p.n, lo + PP_CHUNK);
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const float4* cent = (const float4*)p.cent;
-    const u32* W = (const u32*)p.weights;
-    u32* D = (u32*)p.D;
-    u64 s = 0;
-    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    u64 v = 0;
+    if (i < p.n) {
         u32 d = 1;
         if (p.mode == 0) {
             float x[4];
@@ -1394,21 +1496,20 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_start(const PPParams p) 
                 d = min(d, pp_dist(x, y));
             }
         }
-        D[i] = d;
-        s += (u64)(W ? W[i] : 1u) * d;
+        ((u32*)p.D)[i] = d;
+        v = pp_weight(p, i) * d;
     }
-    s = block_sum_u64(s);
-    if (threadIdx.x == 0) ((u64*)p.bsum)[blockIdx.x] = s;
+    pp_group_sum(p, i & ~31, v);
 }
 
-// kq_pp_scan (one block) turns the block sums into inclusive prefixes and
+// pp_scan (one block) turns the group sums into inclusive prefixes and
 // writes the potential to out[1].
-extern "C" __global__ void __launch_bounds__(1024) kq_pp_scan(const PPParams p) {
+__device__ void pp_scan(const PPParams& p) {
     __shared__ u64 ws[32];
-    const u64* b = (const u64*)p.bsum;
-    u64* pre = (u64*)p.bpre;
-    const int per = (p.nblocks + blockDim.x - 1) / blockDim.x;
-    const int lo = threadIdx.x * per, hi = min(p.nblocks, lo + per);
+    const u64* b = (const u64*)p.gsum;
+    u64* pre = (u64*)p.gpre;
+    const int per = (p.ngroups + blockDim.x - 1) / blockDim.x;
+    const int lo = threadIdx.x * per, hi = min(p.ngroups, lo + per);
     u64 s = 0;
     for (int i = lo; i < hi; i++) s += b[i];
     // exclusive scan of s over the block
@@ -1427,76 +1528,105 @@ extern "C" __global__ void __launch_bounds__(1024) kq_pp_scan(const PPParams p) 
         run += b[i];
         pre[i] = run;
     }
-    if (hi == p.nblocks && lo < hi) ((u64*)p.out)[1] = run;
-    if (p.nblocks == 0 && threadIdx.x == 0) ((u64*)p.out)[1] = 0;
+    if (hi == p.ngroups && lo < hi) ((u64*)p.out)[1] = run;
+    if (p.ngroups == 0 && threadIdx.x == 0) ((u64*)p.out)[1] = 0;
+}
+
+// kq_pp_scan is pp_scan.
+extern "C" __global__ void __launch_bounds__(1024) kq_pp_scan(const PPParams p) { pp_scan(p); }
+
+// pp_find (one warp) writes the point of draw r (r below the potential) to
+// cand[t] and zeroes gains[t], which kq_pp_gains adds to next. The group
+// is found by narrowing [a, z], the groups that may hold it, 32-fold a
+// round: each lane probes the prefix at the end of a 32nd of the range.
+__device__ void pp_find(const PPParams& p, int t, u64 r) {
+    const int lane = threadIdx.x & 31;
+    if (lane == 0) ((u64*)p.gains)[t] = 0;
+    const u64* pre = (const u64*)p.gpre;
+    int a = 0, z = p.ngroups - 1;  // pre[z] > r; a = 0 or pre[a−1] ≤ r
+    while (z - a >= 32) {
+        const int step = (z - a + 32) / 32;  // ⌈(z − a + 1)/32⌉: lane 31 probes z
+        const int pos = min(a + (lane + 1) * step - 1, z);
+        const int j = __ffs(__ballot_sync(0xffffffffu, pre[pos] > r)) - 1;
+        z = min(a + (j + 1) * step - 1, z);
+        a += j * step;
+    }
+    const int pos = a + lane;
+    const int g = a + __ffs(__ballot_sync(0xffffffffu, pos <= z && pre[pos] > r)) - 1;
+    const u64 rem = r - (g > 0 ? pre[g - 1] : 0);
+    const int i = g * PP_GROUP + lane;
+    u64 x = i < p.n ? pp_weight(p, i) * ((const u32*)p.D)[i] : 0;
+    for (int o = 1; o < 32; o <<= 1) {
+        u64 y = shfl_u64(x, max(lane - o, 0));
+        if (lane >= o) x += y;
+    }
+    const u32 hit = __ballot_sync(0xffffffffu, x > rem);
+    if (lane == 0) ((int*)p.cand)[t] = hit ? g * PP_GROUP + __ffs(hit) - 1 : min(p.n - 1, g * PP_GROUP + 31);
 }
 
 // kq_pp_sample (one block, one warp per draw) finds the point of each draw.
 extern "C" __global__ void __launch_bounds__(1024) kq_pp_sample(const PPParams p) {
-    const int t = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (t >= p.T) return;
-    const u64 r = p.rs[t];
-    if (lane == 0) ((u64*)p.gains)[t] = 0;  // kq_pp_gains adds to it next
-    const u64* pre = (const u64*)p.bpre;
-    // first block whose inclusive prefix exceeds r
-    int a = 0, z = p.nblocks - 1;
-    while (a < z) {
-        const int m = (a + z) >> 1;
-        if (pre[m] > r)
-            z = m;
-        else
-            a = m + 1;
-    }
-    u64 rem = r - (a > 0 ? pre[a - 1] : 0);
-    const u32* W = (const u32*)p.weights;
-    const u32* D = (const u32*)p.D;
-    const int lo = a * PP_CHUNK, hi = min(p.n, lo + PP_CHUNK);
-    int found = hi - 1;
-    for (int i0 = lo; i0 < hi; i0 += 32) {
-        const int i = i0 + lane;
-        const u64 v = i < hi ? (u64)(W ? W[i] : 1u) * D[i] : 0;
-        u64 x = v;
-        for (int o = 1; o < 32; o <<= 1) {
-            u64 y = shfl_u64(x, max(lane - o, 0));
-            if (lane >= o) x += y;
-        }
-        const u32 hit = __ballot_sync(0xffffffffu, x > rem);
-        if (hit) {
-            found = i0 + __ffs(hit) - 1;
-            break;
-        }
-        rem -= shfl_u64(x, 31);
-    }
-    if (lane == 0) ((int*)p.cand)[t] = found;
+    const int t = threadIdx.x >> 5;
+    if (t < p.T) pp_find(p, t, p.rs[t]);
 }
 
-// kq_pp_gains adds, per draw t, Σ w·(D − d(x, y_t)) over points nearer to
-// y_t than D (one atomic per block and draw).
+// kq_pp_next (one block of 1024 threads) begins a streamed step: the
+// prefix sums and the potential (pp_scan), then, unless the potential is
+// zero (which stops this step and all later ones), T draws below it from
+// the stream's PCG and the point of each (pp_find, warp t for draw t).
+extern "C" __global__ void __launch_bounds__(1024) kq_pp_next(const PPParams p) {
+    __shared__ u64 rs[PP_MAXT];
+    __shared__ int stop;
+    PPStream* st = (PPStream*)p.stream;
+    if (pp_stopped(p)) return;
+    pp_scan(p);
+    __syncthreads();  // out[1] and gpre, written above, are the block's to read
+    if (threadIdx.x == 0) {
+        const u64 pot = ((volatile u64*)p.out)[1];
+        stop = pot == 0;
+        if (stop) {
+            st->stop = 1;
+        } else {
+            u64 hi = st->hi, lo = st->lo;
+            for (int t = 0; t < p.T; t++) rs[t] = pcg_below(hi, lo, pot);
+            st->hi = hi, st->lo = lo;
+        }
+    }
+    __syncthreads();
+    const int t = threadIdx.x >> 5;
+    if (!stop && t < p.T) pp_find(p, t, rs[t]);
+}
+
+// kq_pp_gains (two points a thread) adds, per draw t, Σ w·(D − d(x, y_t))
+// over points nearer to y_t than D (one atomic per block and draw).
 extern "C" __global__ void __launch_bounds__(256) kq_pp_gains(const PPParams p) {
     __shared__ float ys[PP_MAXT][4];
     __shared__ u64 part[8][PP_MAXT];
+    if (pp_stopped(p)) return;
     if (threadIdx.x < p.T) {
         float y[4];
         pp_point(p, ((const int*)p.cand)[threadIdx.x], y);
         for (int j = 0; j < 4; j++) ys[threadIdx.x][j] = y[j];
     }
     __syncthreads();
-    const int lo = blockIdx.x * PP_CHUNK, hi = min(p.n, lo + PP_CHUNK);
-    const u32* W = (const u32*)p.weights;
     const u32* D = (const u32*)p.D;
     u64 acc[PP_MAXT];
 #pragma unroll
     for (int t = 0; t < PP_MAXT; t++) acc[t] = 0;
-    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        float x[4];
-        pp_point(p, i, x);
-        const u32 di = D[i];
-        const u64 w = W ? W[i] : 1u;
 #pragma unroll
-        for (int t = 0; t < PP_MAXT; t++) {
-            if (t < p.T) {
-                const u32 d = pp_dist(x, ys[t]);
-                if (d < di) acc[t] += w * (di - d);
+    for (int h = 0; h < 2; h++) {
+        const int i = blockIdx.x * 2 * blockDim.x + h * blockDim.x + threadIdx.x;
+        if (i < p.n) {
+            float x[4];
+            pp_point(p, i, x);
+            const u32 di = D[i];
+            const u64 w = pp_weight(p, i);
+#pragma unroll
+            for (int t = 0; t < PP_MAXT; t++) {
+                if (t < p.T) {
+                    const u32 d = pp_dist(x, ys[t]);
+                    if (d < di) acc[t] += w * (di - d);
+                }
             }
         }
     }
@@ -1516,37 +1646,50 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_gains(const PPParams p) 
     }
 }
 
-// kq_pp_add makes the draw of largest gain (the first of equal ones) a
-// centroid: D = min(D, d(x, y)), and the block sums again.
+// kq_pp_add (a point a thread) makes the draw of largest gain (the first
+// of equal ones) a centroid: D = min(D, d(x, y)), and the group sums
+// again. A streamed step records its point in picks.
 extern "C" __global__ void __launch_bounds__(256) kq_pp_add(const PPParams p) {
     __shared__ float y[4];
-    if (threadIdx.x == 0) {
-        const u64* gains = (const u64*)p.gains;
-        int best = 0;
-        for (int t = 1; t < p.T; t++)
-            if (gains[t] > gains[best]) best = t;
-        const int c = ((const int*)p.cand)[best];
-        float v[4];
-        pp_point(p, c, v);
-        for (int j = 0; j < 4; j++) y[j] = v[j];
-        if (blockIdx.x == 0) ((u64*)p.out)[0] = (u64)c;
+    if (pp_stopped(p)) return;
+    if (threadIdx.x < 32) {
+        // the first draw of largest gain, by a warp
+        const int lane = threadIdx.x;
+        u64 gmax = lane < p.T ? ((const u64*)p.gains)[lane] : 0;
+        int best = lane < p.T ? lane : PP_MAXT;
+        for (int o = 16; o > 0; o >>= 1) {
+            const u64 og = shfl_u64(gmax, lane ^ o);
+            const int ob = __shfl_xor_sync(0xffffffffu, best, o);
+            if (og > gmax || (og == gmax && ob < best)) gmax = og, best = ob;
+        }
+        if (lane == 0) {
+            const int c = ((const int*)p.cand)[best];
+            float v[4];
+            pp_point(p, c, v);
+            for (int j = 0; j < 4; j++) y[j] = v[j];
+            if (blockIdx.x == 0) {
+                ((u64*)p.out)[0] = (u64)c;
+                if (p.stream) {
+                    PPStream* st = (PPStream*)p.stream;
+                    ((int*)p.picks)[st->step++] = c;
+                }
+            }
+        }
     }
     __syncthreads();
     const float yy[4] = {y[0], y[1], y[2], y[3]};
-    const int lo = blockIdx.x * PP_CHUNK, hi = min(p.n, lo + PP_CHUNK);
-    const u32* W = (const u32*)p.weights;
-    u32* D = (u32*)p.D;
-    u64 s = 0;
-    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    u64 v = 0;
+    if (i < p.n) {
         float x[4];
         pp_point(p, i, x);
+        u32* D = (u32*)p.D;
         u32 di = D[i];
         const u32 d = pp_dist(x, yy);
         if (d < di) D[i] = di = d;
-        s += (u64)(W ? W[i] : 1u) * di;
+        v = pp_weight(p, i) * di;
     }
-    s = block_sum_u64(s);
-    if (threadIdx.x == 0) ((u64*)p.bsum)[blockIdx.x] = s;
+    pp_group_sum(p, i & ~31, v);
 }
 
 // ------------------------------------------- pruned kernels: wuhong, bounds

@@ -49,8 +49,8 @@ func TestParamsLayout(t *testing.T) {
 		t.Errorf("profParams: size %d, N at %d, Util at %d; want 64, 32, 48", unsafe.Sizeof(pp), unsafe.Offsetof(pp.N), unsafe.Offsetof(pp.Util))
 	}
 	var sp ppParams
-	if unsafe.Sizeof(sp) != 392 || unsafe.Offsetof(sp.N) != 72 || unsafe.Offsetof(sp.Rs) != 136 {
-		t.Errorf("ppParams: size %d, N at %d, Rs at %d; want 392, 72, 136", unsafe.Sizeof(sp), unsafe.Offsetof(sp.N), unsafe.Offsetof(sp.Rs))
+	if unsafe.Sizeof(sp) != 408 || unsafe.Offsetof(sp.N) != 88 || unsafe.Offsetof(sp.Rs) != 152 {
+		t.Errorf("ppParams: size %d, N at %d, Rs at %d; want 408, 88, 152", unsafe.Sizeof(sp), unsafe.Offsetof(sp.N), unsafe.Offsetof(sp.Rs))
 	}
 	var d dedupParams
 	if unsafe.Sizeof(d) != 72 || unsafe.Offsetof(d.N) != 64 {

@@ -16,6 +16,9 @@ import (
 // the kernel needs no opt-in. Beyond it the kernel adds to global memory.
 const profileSmemMax = 32 << 10
 
+// profSplit is PROF_SPLIT of kernels.cu: the threads that share a point.
+const profSplit = 8
+
 // Profile implements kmeans.Profiler on the device: for the centroids of
 // the last Assign, what each cluster adds to the inertia and, if utility
 // is not nil, its utility. The values are exact integers, the CPU's.
@@ -74,7 +77,7 @@ func (s *session) Profile(ctx context.Context, inertia, utility []uint64) error 
 		if err := b.memset32(s.dProf, 0, 2*slots); err != nil {
 			return err
 		}
-		grid := b.blocks(kProfile, smem, (L.n+255)/256)
+		grid := b.blocks(kProfile, smem, (L.n*profSplit+255)/256)
 		err := b.launch(kProfile, grid, 256, smem, unsafe.Pointer(p))
 		runtime.KeepAlive(p)
 		if err != nil {

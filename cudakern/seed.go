@@ -41,51 +41,68 @@ var errSeedOnHost = fmt.Errorf("cudakern: KQUANT_CUDA_SEED=host: %w", kmeans.Err
 
 // ppParams mirrors struct PPParams of kernels.cu.
 type ppParams struct {
-	Pts, Weights, D, Bsum, Bpre, Cand, Gains, Out, Cent uint64
+	Pts, Weights, D, Gsum, Gpre, Cand, Gains, Out, Cent uint64
+	Stream, Picks                                       uint64 // streamed steps (SeedSteps)
 	N, Fmt, Dim, T                                      int32
-	K, Nblocks, Mode, Pad0                              int32
+	K, Ngroups, Mode, Pad0                              int32
 	G, Off                                              [4]float32
 	Rs                                                  [ppMaxT]uint64 // the draws, by value
 }
 
 const (
-	ppChunk = 2048
+	ppGroup = 32 // points a group sum covers (a warp's)
 	ppMaxT  = kmeans.MaxSeedTrials
 )
 
 // seedState holds the device buffers of the seeding.
 type seedState struct {
-	dD, dBlocks, dSmall, dCent uint64
+	dD, dGroups, dSmall, dCent uint64
 	centCap                    int
-	nblocks                    int
+	dStream                    uint64 // ppStream, then an int per step
+	streamCap                  int    // steps dStream holds
+	ngroups                    int
 	p                          ppParams
 }
+
+// ppStream mirrors struct PPStream of kernels.cu, followed in dStream by
+// the out pair of the streamed steps (chosen point, potential) and their
+// picks.
+type ppStream struct {
+	Hi, Lo     uint64
+	Step, Stop int32
+	Out        [2]uint64
+}
+
+const ppStreamSize = 40 // bytes of ppStream before the picks
+
+// grid returns the blocks of a kernel that takes per points a block.
+func (st *seedState) grid(per int) int { return (int(st.p.N) + per - 1) / per }
 
 func (s *session) seedBuffers() error {
 	if s.seed != nil {
 		return nil
 	}
 	b, L := s.b, &s.L
-	st := &seedState{nblocks: (L.n + ppChunk - 1) / ppChunk}
+	st := &seedState{ngroups: (L.n + ppGroup - 1) / ppGroup}
 	var err error
 	if st.dD, err = b.alloc(4 * L.npad); err != nil {
 		return err
 	}
-	if st.dBlocks, err = b.alloc(16 * st.nblocks); err != nil {
+	if st.dGroups, err = b.alloc(16 * st.ngroups); err != nil {
 		b.free(st.dD)
 		return err
 	}
 	// small: cand (32 int32) | gains (32 u64) | out (2 u64)
 	if st.dSmall, err = b.alloc(128 + 256 + 16); err != nil {
 		b.free(st.dD)
-		b.free(st.dBlocks)
+		b.free(st.dGroups)
 		return err
 	}
 	p := &st.p
 	p.Pts, p.Weights, p.D = s.dPts, s.dW, st.dD
-	p.Bsum, p.Bpre = st.dBlocks, st.dBlocks+8*uint64(st.nblocks)
+	p.Gsum, p.Gpre = st.dGroups, st.dGroups+8*uint64(st.ngroups)
 	p.Cand, p.Gains, p.Out = st.dSmall, st.dSmall+128, st.dSmall+384
-	p.N, p.Fmt, p.Dim, p.Nblocks = int32(L.n), int32(L.fmt), int32(L.dim), int32(st.nblocks)
+	p.N, p.Fmt, p.Dim, p.Ngroups = int32(L.n), int32(L.fmt), int32(L.dim), int32(st.ngroups)
 	for j := range L.dim {
 		p.G[j], p.Off[j] = float32(L.g[j]), float32(L.off[j])
 	}
@@ -95,7 +112,7 @@ func (s *session) seedBuffers() error {
 
 func (s *session) seedRelease() {
 	if st := s.seed; st != nil {
-		for _, p := range []uint64{st.dD, st.dBlocks, st.dSmall, st.dCent} {
+		for _, p := range []uint64{st.dD, st.dGroups, st.dSmall, st.dCent, st.dStream} {
 			s.b.free(p)
 		}
 		s.seed = nil
@@ -114,6 +131,10 @@ func (s *session) seedCheck() error {
 	}
 	return nil
 }
+
+// errSeedStepwise is SeedSteps' answer when KQUANT_CUDA_SEED=step asks for
+// a round trip a step.
+var errSeedStepwise = fmt.Errorf("cudakern: KQUANT_CUDA_SEED=step: %w", kmeans.ErrSeedUnsupported)
 
 func (s *session) ppLaunch(name string, grid, block int) error {
 	p := new(ppParams)
@@ -165,7 +186,7 @@ func (s *session) SeedInit(centroids []int32) (uint64, error) {
 			}
 			st.Cent = s.seed.dCent
 		}
-		if err := s.ppLaunch(kPPStart, s.seed.nblocks, 256); err != nil {
+		if err := s.ppLaunch(kPPStart, s.seed.grid(256), 256); err != nil {
 			return err
 		}
 		if err := s.ppLaunch(kPPScan, 1, 1024); err != nil {
@@ -221,8 +242,8 @@ func (s *session) SeedStep(rs []uint64) (int, uint64, error) {
 			grid, block int
 		}{
 			{kPPSample, 1, 32 * len(rs)},
-			{kPPGains, st.nblocks, 256},
-			{kPPAdd, st.nblocks, 256},
+			{kPPGains, st.grid(512), 256},
+			{kPPAdd, st.grid(256), 256},
 			{kPPScan, 1, 1024},
 		} {
 			if err := s.ppLaunch(l.name, l.grid, l.block); err != nil {
@@ -232,4 +253,81 @@ func (s *session) SeedStep(rs []uint64) (int, uint64, error) {
 		return s.b.dtoh(unsafe.Pointer(&out[0]), st.p.Out, 16)
 	})
 	return int(out[0]), out[1], err
+}
+
+// SeedSteps implements kmeans.StreamSeeder: steps streamed steps (each
+// kq_pp_next, kq_pp_gains, kq_pp_add) go to the device in one job, the
+// draws taken there from the PCG, and one read-back brings the chosen
+// points, the potential and the PCG's state. KQUANT_CUDA_SEED=step makes
+// it decline (ErrSeedUnsupported), so that the engine takes a round trip
+// a step, for comparisons.
+func (s *session) SeedSteps(pcg kmeans.PCGState, trials, steps int) ([]int, uint64, kmeans.PCGState, error) {
+	if err := s.seedCheck(); err != nil {
+		return nil, 0, pcg, err
+	}
+	if os.Getenv("KQUANT_CUDA_SEED") == "step" {
+		return nil, 0, pcg, errSeedStepwise
+	}
+	if s.seed == nil {
+		return nil, 0, pcg, errors.New("cudakern: SeedSteps before SeedInit")
+	}
+	if trials <= 0 || trials > ppMaxT {
+		return nil, 0, pcg, fmt.Errorf("cudakern: %d draws per step, want 1…%d", trials, ppMaxT)
+	}
+	if steps <= 0 {
+		return nil, 0, pcg, fmt.Errorf("cudakern: %d steps", steps)
+	}
+	buf := make([]byte, ppStreamSize+4*steps)
+	err := s.b.w.do(func() error {
+		st := s.seed
+		if steps > st.streamCap {
+			s.b.free(st.dStream)
+			st.dStream, st.streamCap = 0, 0
+			var err error
+			if st.dStream, err = s.b.alloc(ppStreamSize + 4*steps); err != nil {
+				return err
+			}
+			st.streamCap = steps
+		}
+		head := ppStream{Hi: pcg[0], Lo: pcg[1]}
+		if err := s.b.htod(st.dStream, unsafe.Pointer(&head), ppStreamSize); err != nil {
+			return err
+		}
+		p := new(ppParams) // the same for every launch, which copies it
+		*p = st.p
+		p.T, p.Stream, p.Out, p.Picks = int32(trials), st.dStream, st.dStream+24, st.dStream+ppStreamSize
+		defer runtime.KeepAlive(p)
+		for range steps {
+			for _, l := range []struct {
+				name        string
+				grid, block int
+			}{
+				{kPPNext, 1, 1024},
+				{kPPGains, st.grid(512), 256},
+				{kPPAdd, st.grid(256), 256},
+			} {
+				if err := s.b.launch(l.name, l.grid, l.block, 0, unsafe.Pointer(p)); err != nil {
+					return err
+				}
+			}
+		}
+		// the potential after the last step (a stopped stream's is zero)
+		if err := s.b.launch(kPPScan, 1, 1024, 0, unsafe.Pointer(p)); err != nil {
+			return err
+		}
+		return s.b.dtoh(unsafe.Pointer(&buf[0]), st.dStream, len(buf))
+	})
+	if err != nil {
+		return nil, 0, pcg, err
+	}
+	head := (*ppStream)(unsafe.Pointer(&buf[0]))
+	n := int(head.Step)
+	if n < 0 || n > steps {
+		return nil, 0, pcg, fmt.Errorf("cudakern: SeedSteps made %d steps of %d", n, steps)
+	}
+	best := make([]int, n)
+	for i := range best {
+		best[i] = int(*(*int32)(unsafe.Pointer(&buf[ppStreamSize+4*i])))
+	}
+	return best, head.Out[1], kmeans.PCGState{head.Hi, head.Lo}, nil
 }

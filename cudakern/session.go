@@ -707,4 +707,4 @@ func timeKernels(ks kmeans.Session) error {
 	return nil
 }
 
-var _ Seeder = (*session)(nil)
+var _ kmeans.StreamSeeder = (*session)(nil)

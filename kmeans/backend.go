@@ -122,6 +122,24 @@ type Seeder interface {
 	SeedStep(rs []uint64) (best int, pot uint64, err error)
 }
 
+// A StreamSeeder is a Seeder that can also draw, so that many steps of
+// k-means++ go to the device at once instead of a round trip each.
+// SeedSteps runs up to steps steps as SeedStep does, each with trials
+// draws below the potential taken, as rand.New(pcg).Uint64N(pot) takes
+// them, from the PCG (math/rand/v2) whose state is pcg (its
+// MarshalBinary: hi, lo); it stops early, before drawing, when the
+// potential is zero. It returns the chosen points, the potential after
+// them and the PCG's state after the draws it took. An error wrapping
+// ErrSeedUnsupported says that it changed nothing and the engine is to
+// call SeedStep instead.
+type StreamSeeder interface {
+	Seeder
+	SeedSteps(pcg PCGState, trials, steps int) (best []int, pot uint64, next PCGState, err error)
+}
+
+// PCGState is the state of a math/rand/v2 PCG: its high and low words.
+type PCGState [2]uint64
+
 // MaxSeedTrials is the most draws of one Seeder step.
 const MaxSeedTrials = 32
 

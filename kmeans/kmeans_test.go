@@ -442,7 +442,8 @@ type seedingSession struct {
 	pts         *Points
 	d           []uint64
 	unsupported bool
-	steps       int
+	steps       int // SeedStep calls
+	streamed    int // SeedSteps calls
 }
 
 func (s *seedingSession) potential() uint64 {
@@ -504,11 +505,38 @@ func (s *seedingSession) SeedStep(rs []uint64) (int, uint64, error) {
 	return best, s.potential(), nil
 }
 
-// seedingBackend opens seedingSessions (on the reduced set too).
+// streamingSession is a seedingSession that also draws: a StreamSeeder.
+type streamingSession struct {
+	*seedingSession
+}
+
+func (s *streamingSession) SeedSteps(st PCGState, trials, steps int) ([]int, uint64, PCGState, error) {
+	s.streamed++
+	src := rand.NewPCG(0, 0)
+	setPCG(src, st)
+	rng := rand.New(src)
+	pot := s.potential()
+	var best []int
+	rs := make([]uint64, trials)
+	for len(best) < steps && pot > 0 {
+		for t := range rs {
+			rs[t] = rng.Uint64N(pot)
+		}
+		b, p, err := s.SeedStep(rs)
+		if err != nil {
+			return nil, 0, st, err
+		}
+		best, pot = append(best, b), p
+	}
+	return best, pot, pcgState(src), nil
+}
+
+// seedingBackend opens seedingSessions (on the reduced set too), or
+// streamingSessions.
 type seedingBackend struct {
-	unsupported bool
-	mu          sync.Mutex
-	sessions    []*seedingSession
+	unsupported, stream bool
+	mu                  sync.Mutex
+	sessions            []*seedingSession
 }
 
 func (b *seedingBackend) Name() string                  { return "seeding-test" }
@@ -523,12 +551,16 @@ func (b *seedingBackend) Open(pts *Points, opt SessionOptions) (Session, error) 
 	b.mu.Lock()
 	b.sessions = append(b.sessions, ss)
 	b.mu.Unlock()
+	if b.stream {
+		return &streamingSession{seedingSession: ss}, nil
+	}
 	return ss, nil
 }
 
 // TestDeviceSeeding: k-means++ through a Seeder session gives the host's
-// centroids, hence the same model, with and without fixed centroids; a
-// Seeder that declines leaves the seeding to the host.
+// centroids, hence the same model, with and without fixed centroids, also
+// when the Seeder takes the draws itself (a StreamSeeder); a Seeder that
+// declines leaves the seeding to the host.
 func TestDeviceSeeding(t *testing.T) {
 	p := randomPoints(23, 6000, 3, 2040)
 	for _, cfg := range []Config{
@@ -539,23 +571,42 @@ func TestDeviceSeeding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, unsupported := range []bool{false, true} {
-			b := &seedingBackend{unsupported: unsupported}
+		for _, b := range []*seedingBackend{{}, {unsupported: true}, {stream: true}} {
+			unsupported := b.unsupported
 			cfg.Backend = b
 			got, err := Run(context.Background(), p, cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if msg := sameModel(got, want); msg != "" {
-				t.Errorf("K=%d unsupported %v: %s", cfg.K, unsupported, msg)
+				t.Errorf("K=%d unsupported %v stream %v: %s", cfg.K, unsupported, b.stream, msg)
 			}
-			steps := 0
+			steps, streamed := 0, 0
 			for _, s := range b.sessions {
 				steps += s.steps
+				streamed += s.streamed
+			}
+			if (streamed > 0) != b.stream {
+				t.Errorf("K=%d stream %v: %d SeedSteps calls", cfg.K, b.stream, streamed)
 			}
 			if (steps > 0) == unsupported {
 				t.Errorf("K=%d unsupported %v: %d steps on the Seeder", cfg.K, unsupported, steps)
 			}
+		}
+	}
+}
+
+// TestPCGState: a PCG set to another's state draws what the other draws.
+func TestPCGState(t *testing.T) {
+	a := rand.NewPCG(3, 77)
+	for range 5 {
+		a.Uint64()
+	}
+	b := rand.NewPCG(0, 0)
+	setPCG(b, pcgState(a))
+	for i := range 100 {
+		if x, y := a.Uint64(), b.Uint64(); x != y {
+			t.Fatalf("draw %d: %#x after setPCG, want %#x", i, y, x)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package kmeans
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -78,8 +79,10 @@ func (s *seeder) plusPlus(ctx context.Context, k int, fixed []int32, trials int,
 
 // devicePlusPlus is plusPlus through a Seeder: the same draws from rng in
 // the same order, so the same centroids. It fails with ErrSeedUnsupported,
-// before any draw, when the Seeder cannot take the points.
-func devicePlusPlus(ctx context.Context, ds Seeder, pts *Points, k int, fixed []int32, trials int, rng *rand.Rand) ([]int32, error) {
+// before any draw, when the Seeder cannot take the points. When ds is a
+// StreamSeeder and src is rng's source, the steps go to it seedBatch at a
+// time, with the draws.
+func devicePlusPlus(ctx context.Context, ds Seeder, pts *Points, k int, fixed []int32, trials int, rng *rand.Rand, src *rand.PCG) ([]int32, error) {
 	dim := pts.Dim
 	cent := append(make([]int32, 0, k*dim), fixed...)
 	pot, err := ds.SeedInit(cent)
@@ -99,6 +102,25 @@ func devicePlusPlus(ctx context.Context, ds Seeder, pts *Points, k int, fixed []
 			return nil, drawn(err)
 		}
 	}
+	if ss, ok := ds.(StreamSeeder); ok && src != nil {
+		for len(cent) < k*dim && pot > 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			best, p, next, err := ss.SeedSteps(pcgState(src), trials, min(k-len(cent)/dim, seedBatch))
+			if errors.Is(err, ErrSeedUnsupported) {
+				break // nothing drawn: the steps below go one at a time
+			}
+			if err != nil {
+				return nil, drawn(err)
+			}
+			setPCG(src, next)
+			for _, b := range best {
+				cent = append(cent, pts.At(b)...)
+			}
+			pot = p
+		}
+	}
 	rs := make([]uint64, trials)
 	for len(cent) < k*dim && pot > 0 {
 		if err := ctx.Err(); err != nil {
@@ -115,6 +137,10 @@ func devicePlusPlus(ctx context.Context, ds Seeder, pts *Points, k int, fixed []
 	}
 	return cent, nil
 }
+
+// seedBatch is the most k-means++ steps a StreamSeeder runs in one call,
+// between which the engine checks for cancellation.
+const seedBatch = 128
 
 // parallelSeedPoints is the fewest points for which trials run in parallel.
 const parallelSeedPoints = 1 << 16

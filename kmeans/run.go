@@ -281,12 +281,12 @@ func (r *runner) seeder(pts *Points) *seeder {
 // on the host; the same centroids either way.
 func (r *runner) seed(ctx context.Context, sg stage, start int) ([]int32, error) {
 	cfg := &r.cfg
-	rng := newRand(cfg.Seed, start)
+	rng, src := newStream(cfg.Seed, start)
 	if cfg.Init == InitRandom {
 		return r.seeder(sg.pts).random(cfg.K, cfg.Fixed, rng), nil
 	}
 	if ds, ok := sg.sess.(Seeder); ok && cfg.Trials <= MaxSeedTrials {
-		cent, err := devicePlusPlus(ctx, ds, sg.pts, cfg.K, cfg.Fixed, cfg.Trials, rng)
+		cent, err := devicePlusPlus(ctx, ds, sg.pts, cfg.K, cfg.Fixed, cfg.Trials, rng, src)
 		if !errors.Is(err, ErrSeedUnsupported) {
 			return cent, err
 		}

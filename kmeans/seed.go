@@ -2,6 +2,7 @@ package kmeans
 
 import (
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -11,7 +12,28 @@ import (
 // newRand returns the random source of one start. The stream depends only
 // on the seed and the start, never on the platform.
 func newRand(seed uint64, start int) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, 0x6b717561_6e740000+uint64(start)))
+	r, _ := newStream(seed, start)
+	return r
+}
+
+// newStream is newRand with its source, whose state a StreamSeeder takes.
+func newStream(seed uint64, start int) (*rand.Rand, *rand.PCG) {
+	src := rand.NewPCG(seed, 0x6b717561_6e740000+uint64(start))
+	return rand.New(src), src
+}
+
+// pcgState returns the state of src.
+func pcgState(src *rand.PCG) PCGState {
+	b, _ := src.MarshalBinary() // "pcg:", hi, lo big-endian
+	return PCGState{binary.BigEndian.Uint64(b[4:]), binary.BigEndian.Uint64(b[12:])}
+}
+
+// setPCG sets the state of src.
+func setPCG(src *rand.PCG, st PCGState) {
+	b := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte("pcg:"), st[0]), st[1])
+	if err := src.UnmarshalBinary(b); err != nil {
+		panic(err) // the format is math/rand/v2's, fixed
+	}
 }
 
 // pick returns the first index i with cum[i] > r: a draw from the
