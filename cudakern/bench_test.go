@@ -304,6 +304,7 @@ type meteredSession struct {
 	open, assign, profile time.Duration
 	maxAssign, seed       time.Duration
 	assigns, profiles     int
+	batches               int // LloydSteps calls (their passes count as assigns)
 }
 
 func (m *meteredBackend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Session, error) {
@@ -325,6 +326,19 @@ func (s *meteredSession) Assign(ctx context.Context, centroids []int32, st *kmea
 	s.maxAssign = max(s.maxAssign, d)
 	s.assigns++
 	return err
+}
+
+func (s *meteredSession) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]kmeans.LloydStep, error) {
+	t := time.Now()
+	out, err := s.Session.(kmeans.LloydRunner).LloydSteps(ctx, cent, nfixed, tol, prev, steps)
+	d := time.Since(t)
+	s.assign += d
+	s.maxAssign = max(s.maxAssign, d)
+	if err == nil {
+		s.assigns += len(out)
+		s.batches++
+	}
+	return out, err
 }
 
 func (s *meteredSession) SeedInit(centroids []int32) (uint64, error) {
@@ -407,6 +421,7 @@ func BenchmarkRunStages(b *testing.B) {
 					b.ReportMetric(ms(s.open), stage+"open-ms")
 					b.ReportMetric(ms(s.assign), stage+"assign-ms")
 					b.ReportMetric(float64(s.assigns), stage+"assigns")
+					b.ReportMetric(float64(s.batches), stage+"batches")
 					b.ReportMetric(ms(s.profile), stage+"profile-ms")
 					b.ReportMetric(float64(s.profiles), stage+"profiles")
 					b.ReportMetric(ms(s.seed), stage+"seed-ms")
@@ -566,4 +581,68 @@ func TestStartupPhases(t *testing.T) {
 	t5 := time.Now()
 	t.Logf("load+cuInit %v, context %v, module %v, self-test %v (%v), integer tensor-core self-test %v (%v)",
 		t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t4.Sub(t3), b.fastErr, t5.Sub(t4), b.imaErr)
+}
+
+// BenchmarkLloydSteps: Lloyd iterations on a reduced set's worth of
+// colours (32768 of home.jpg's), from the same centroids, batched on the
+// device (LloydSteps, one read-back) against an Assign and a host update
+// a pass.
+func BenchmarkLloydSteps(b *testing.B) {
+	g := gpu(b)
+	colors, counts, _ := UniqueRGB(loadPixels(b, "home.jpg"))
+	pts := colourPoints(colors[:32768], counts[:32768], "rgb")
+	const steps = 20
+	for _, k := range []int{16, 64, 256} {
+		rng := rand.New(rand.NewPCG(uint64(k), 3))
+		cent := make([]int32, 0, 3*k)
+		for range k {
+			cent = append(cent, pts.At(rng.IntN(pts.Len()))...)
+		}
+		s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.Run(fmt.Sprintf("k=%d/batched", k), func(b *testing.B) {
+			var n int
+			for range b.N {
+				out, err := s.(kmeans.LloydRunner).LloydSteps(ctx, cent, 0, 0, nil, steps)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(out)
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/iter")
+		})
+		b.Run(fmt.Sprintf("k=%d/stepwise", k), func(b *testing.B) {
+			var n int
+			var st kmeans.Stats
+			for range b.N {
+				cur := slices.Clone(cent)
+				for n = 0; n < steps; n++ {
+					if err := s.Assign(ctx, cur, &st); err != nil {
+						b.Fatal(err)
+					}
+					next := slices.Clone(cur)
+					same := true
+					for c := range k {
+						if w := st.Counts[c]; w > 0 {
+							for j := range 3 {
+								v := int32((st.Sums[3*c+j] + int64(w/2)) / int64(w)) // a host update's work
+								next[3*c+j] = v
+								same = same && v == cur[3*c+j]
+							}
+						}
+					}
+					if same {
+						n++
+						break
+					}
+					cur = next
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/iter")
+		})
+		s.Close()
+	}
 }

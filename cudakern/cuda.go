@@ -119,6 +119,7 @@ const (
 	kPPAdd     = "kq_pp_add"
 	kPPNext    = "kq_pp_next"
 	kPCGDraws  = "kq_pcg_draws"
+	kLloydNext = "kq_lloyd_next"
 
 	kWuF32D4     = "kq_wuhong_f32_d4"
 	kWuF32D32    = "kq_wuhong_f32_d32"
@@ -152,7 +153,7 @@ var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmal
 
 var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
 	kIMAP8, kGenF32, kGenI64, kProfile,
-	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPCGDraws,
+	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPCGDraws, kLloydNext,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather}
 

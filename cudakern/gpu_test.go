@@ -860,3 +860,121 @@ func TestSeederFewColours(t *testing.T) {
 		}
 	}
 }
+
+// hostLloyd runs the engine's iterations on a CPU session from cent, up
+// to steps of them, as LloydSteps must: Assign, update (fixed ones kept,
+// empty ones left), the convergence test.
+func hostLloyd(tb testing.TB, pts *kmeans.Points, cent []int32, nfixed int, tol float64, prev *uint64, steps int) []kmeans.LloydStep {
+	dim := pts.Dim
+	s, err := kmeans.CPU.Open(pts, kmeans.SessionOptions{MaxK: len(cent) / dim, Algorithm: kmeans.Lloyd})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer s.Close()
+	roundDiv := func(v int64, w uint64) int32 {
+		iw := int64(w)
+		q, rem := v/iw, v%iw
+		if rem < 0 {
+			q, rem = q-1, rem+iw
+		}
+		if 2*rem >= iw {
+			q++
+		}
+		return int32(q)
+	}
+	cur := slices.Clone(cent)
+	var out []kmeans.LloydStep
+	var st kmeans.Stats
+	for range steps {
+		if err := s.Assign(context.Background(), cur, &st); err != nil {
+			tb.Fatal(err)
+		}
+		rec := kmeans.LloydStep{Counts: slices.Clone(st.Counts), Inertia: st.Inertia, Moved: st.Moved, Next: slices.Clone(cur)}
+		for c := nfixed; c < len(st.Counts); c++ {
+			if st.Counts[c] == 0 {
+				rec.Empty = true
+				continue
+			}
+			for j := range dim {
+				rec.Next[c*dim+j] = roundDiv(st.Sums[c*dim+j], st.Counts[c])
+			}
+		}
+		out = append(out, rec)
+		if slices.Equal(rec.Next, cur) || rec.Empty || prev != nil && st.Inertia <= *prev && float64(*prev-st.Inertia) <= tol*float64(st.Inertia) {
+			break
+		}
+		p := st.Inertia
+		prev, cur = &p, rec.Next
+	}
+	return out
+}
+
+// TestLloydSteps: batched passes on the device (kq_lloyd_next) record the
+// host's iterations (counts, inertia, moved weight, next centroids) and
+// stop where the host's test does, with the scalar kernel (k ≤ 32) and
+// the tensor-core one, fixed centroids, a tolerance, a batch shorter than
+// the run, an empty cluster; and the session then carries on as after
+// the last pass.
+func TestLloydSteps(t *testing.T) {
+	b := gpu(t)
+	for _, c := range []struct {
+		name, space string
+		k, nfixed   int
+		tol         float64
+		steps       int
+	}{
+		{"smarties.png", "rgb", 16, 0, 0, 40},
+		{"smarties.png", "rgb", 64, 0, 0, 40},
+		{"home.jpg", "lab", 256, 0, 1e-4, 40},
+		{"home.jpg", "rgb", 40, 3, 0, 40},
+		{"graf1.png", "rgb", 100, 0, 0, 5},
+	} {
+		colors, counts, _ := UniqueRGB(loadPixels(t, c.name))
+		pts := colourPoints(colors, counts, c.space)
+		rng := rand.New(rand.NewPCG(uint64(c.k), 7))
+		cent := make([]int32, 0, c.k*pts.Dim)
+		for range c.k {
+			cent = append(cent, pts.At(rng.IntN(pts.Len()))...)
+		}
+		if c.nfixed > 0 { // a centroid no point takes: an empty cluster
+			copy(cent[(c.k-1)*pts.Dim:], cent[:pts.Dim])
+		}
+		s, err := b.Open(pts, kmeans.SessionOptions{MaxK: c.k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := hostLloyd(t, pts, cent, c.nfixed, c.tol, nil, c.steps)
+		got, err := s.(kmeans.LloydRunner).LloydSteps(context.Background(), cent, c.nfixed, c.tol, nil, c.steps)
+		if err != nil {
+			t.Fatalf("%s k=%d: %v", c.name, c.k, err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s %s k=%d: %d device iterations, host %d", c.name, c.space, c.k, len(got), len(want))
+		}
+		for i := range min(len(got), len(want)) {
+			g, w := got[i], want[i]
+			if g.Inertia != w.Inertia || g.Moved != w.Moved || g.Empty != w.Empty || !slices.Equal(g.Counts, w.Counts) || !slices.Equal(g.Next, w.Next) {
+				t.Errorf("%s %s k=%d: iteration %d differs: inertia %d/%d moved %d/%d empty %v/%v", c.name, c.space, c.k, i, g.Inertia, w.Inertia, g.Moved, w.Moved, g.Empty, w.Empty)
+				break
+			}
+		}
+		// carry on from the device's last centroids with a plain Assign
+		if len(got) > 0 {
+			next := got[len(got)-1].Next
+			var gs, hs kmeans.Stats
+			if err := s.Assign(context.Background(), next, &gs); err != nil {
+				t.Fatal(err)
+			}
+			h, _ := kmeans.CPU.Open(pts, kmeans.SessionOptions{MaxK: c.k, Algorithm: kmeans.Lloyd})
+			if err := h.Assign(context.Background(), next, &hs); err != nil {
+				t.Fatal(err)
+			}
+			h.Close()
+			if gs.Inertia != hs.Inertia || !slices.Equal(gs.Counts, hs.Counts) || !slices.Equal(gs.Sums, hs.Sums) {
+				t.Errorf("%s k=%d: the Assign after the batch differs from the host's", c.name, c.k)
+			}
+		}
+		t.Logf("%s %s k=%d: %d iterations batched, as the host's", c.name, c.space, c.k, len(got))
+		s.Close()
+	}
+}

@@ -76,6 +76,15 @@ static_assert(__builtin_offsetof(Params, sel) == 168, "Params.sel");
 
 // ---------------------------------------------------------------- helpers
 
+// SCAL_STOP is the scalar that stops a batch of Lloyd passes (kq_lloyd_next
+// sets it; every Assign clears the scalars first): the fast and scalar
+// kernels then do nothing.
+#define SCAL_STOP 7
+
+__device__ __forceinline__ bool lloyd_stopped(const Params& p) {
+    return ((volatile const u64*)p.scal)[SCAL_STOP] != 0;
+}
+
 __device__ __forceinline__ void add64(u32* p, i64 v) {
     u32 lo = (u32)v;
     u32 hi = (u32)((u64)v >> 32);
@@ -284,6 +293,7 @@ template <int FMT, int MT>
 __device__ __forceinline__ void fast_body(const Params& p) {
     constexpr int G = MT / 2;  // owned points per lane
     extern __shared__ uint4 smem4[];
+    if (lloyd_stopped(p)) return;
     u32* sfrag = (u32*)smem4;
     const int n = p.n, k = p.k, kpad = p.kpad, dim = p.dim;
     const int ntiles = kpad >> 3;
@@ -520,6 +530,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) kq_fast_p16_m4(const Params
 template <int FMT>
 __device__ __forceinline__ void small_body(const Params& p) {
     extern __shared__ uint4 smem4[];
+    if (lloyd_stopped(p)) return;
     float4* sc = (float4*)smem4;
     const int n = p.n, k = p.k, dim = p.dim;
     u32* sacc = (u32*)(sc + k);
@@ -1136,6 +1147,131 @@ struct ProfParams {
 };
 
 static_assert(sizeof(ProfParams) == 64, "ProfParams layout");
+
+// ------------------------------------------------- batched Lloyd iterations
+//
+// kq_lloyd_next ends iteration it of a batch (session.LloydSteps): from the
+// last pass's sums it makes the engine's update (each cluster past nfixed
+// to its weighted mean, rounded half up; an empty one keeps its centroid)
+// and convergence test, records them, and either stops the batch (settled,
+// a cluster empty, a centroid outside the fast kernels' exact range, or
+// the batch's last iteration) or prepares the next pass: its centroids,
+// their fragments and float4 centres (the host's layout.fragments and
+// layout.centres), and cleared scalars. One block.
+
+struct LloydParams {
+    u64 acc, scal, frag, cent;  // the pass's sums and scalars; its tables
+    u64 cur;                    // int32 [k·dim]: the centroids of the pass
+    u64 rec;                    // records, stride bytes each
+    double tol;
+    u64 prev;  // the inertia before the batch (haveprev)
+    int k, kpad, dim, nfixed;
+    int it, last, haveprev, stride;
+    int center[4];
+    long long radius;
+};
+
+static_assert(sizeof(LloydParams) == 120, "LloydParams layout");
+
+#define REC_SETTLED 1
+#define REC_EMPTY 2
+#define REC_SAME 4
+#define REC_UNFIT 8
+#define REC_DONE 16
+
+__device__ __forceinline__ int round_div(i64 s, u64 w) {
+    const i64 iw = (i64)w;
+    i64 q = s / iw, rem = s - q * iw;
+    if (rem < 0) q--, rem += iw;
+    if (2 * rem >= iw) q++;
+    return (int)q;
+}
+
+// half_of is the fp16 bits of v, which the caller has proved exact in
+// fp16 (the host's halfBits).
+__device__ __forceinline__ u32 half_of(int v) {
+    if (v == 0) return 0;
+    u32 sign = 0;
+    if (v < 0) sign = 0x8000, v = -v;
+    const int e = 31 - __clz(v);
+    const u32 mant = e >= 10 ? (u32)v >> (e - 10) : (u32)v << (10 - e);
+    return sign | (u32)(e + 15) << 10 | (mant & 0x3ffu);
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParams p) {
+    __shared__ int diff, empty, unfit, stop;
+    volatile u64* scal = (volatile u64*)p.scal;
+    if (scal[SCAL_STOP]) return;
+    if (threadIdx.x == 0) diff = empty = unfit = 0;
+    __syncthreads();
+    const int k = p.k, dim = p.dim;
+    const u64* acc = (const u64*)p.acc;
+    int* cur = (int*)p.cur;
+    char* rec = (char*)p.rec + (size_t)p.it * p.stride;
+    u64* counts = (u64*)(rec + 32);
+    int* next = (int*)(rec + 32 + 8 * k);
+    for (int c = threadIdx.x; c < k; c += blockDim.x) {
+        const u64 w = acc[c * (1 + dim)];
+        counts[c] = w;
+        if (c >= p.nfixed && w == 0) empty = 1;
+        for (int j = 0; j < dim; j++) {
+            int v = cur[c * dim + j];
+            if (c >= p.nfixed && w != 0) {
+                // Σw·x = centre·Σw + Σw·(x − centre), in wrapping arithmetic
+                const u64 sum = (u64)(i64)p.center[j] * w + acc[c * (1 + dim) + 1 + j];
+                v = round_div((i64)sum, w);
+            }
+            next[c * dim + j] = v;
+            if (v != cur[c * dim + j]) diff = 1;
+            const i64 x = (i64)v - p.center[j];
+            if (x > p.radius || -x > p.radius) unfit = 1;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const u64 inertia = scal[0], moved = scal[1];
+        const bool haveprev = p.it > 0 || p.haveprev;
+        const u64 prev = p.it > 0 ? *(const u64*)((const char*)p.rec + (size_t)(p.it - 1) * p.stride) : p.prev;
+        const bool same = !diff;
+        const bool settled = same || (haveprev && inertia <= prev && (double)(prev - inertia) <= p.tol * (double)inertia);
+        u64* head = (u64*)rec;
+        head[0] = inertia, head[1] = moved;
+        head[2] = (settled ? REC_SETTLED : 0) | (empty ? REC_EMPTY : 0) | (same ? REC_SAME : 0) | (unfit ? REC_UNFIT : 0) |
+                  REC_DONE;
+        stop = settled || empty || unfit || p.it >= p.last;
+        if (stop) {
+            scal[SCAL_STOP] = 1;
+        } else {
+            scal[0] = scal[1] = scal[2] = 0;
+        }
+    }
+    __syncthreads();
+    if (stop) return;
+    // the next pass's centroids and tables
+    u32* frag = (u32*)p.frag;
+    float4* cent = (float4*)p.cent;
+    for (int c = threadIdx.x; c < p.kpad; c += blockDim.x) {
+        u32* f = frag + (c / 8) * 32 + 4 * (c % 8);
+        const u32 ones = half_of(1) | half_of(2048) << 16;
+        if (c >= k) {
+            f[0] = 0, f[1] = 0, f[2] = ones, f[3] = half_of(2047) | half_of(2047) << 16;
+            continue;
+        }
+        int x[4] = {0, 0, 0, 0};
+        i64 norm = 0;
+        for (int j = 0; j < dim; j++) {
+            const int v = next[c * dim + j];
+            cur[c * dim + j] = v;
+            x[j] = v - p.center[j];
+            norm += (i64)x[j] * x[j];
+        }
+        f[0] = half_of(-2 * x[0]) | half_of(-2 * x[1]) << 16;
+        f[1] = half_of(-2 * x[2]) | half_of(-2 * x[3]) << 16;
+        f[2] = ones;
+        f[3] = half_of((int)(norm % 2048)) | half_of((int)(norm / 2048)) << 16;
+        cent[c] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)x[3]);
+    }
+}
 
 // PROF_SPLIT threads share a point in kq_profile, each comparing it with
 // every PROF_SPLIT-th centroid: a reduced set has too few points to fill

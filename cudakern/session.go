@@ -121,6 +121,17 @@ type session struct {
 	ms   float64  // device time of the last kernel, when timing
 	tm   *Timer
 	seed *seedState // k-means++ on the device (seed.go)
+
+	force string     // the fast kernel of the passes of a batch (lloyd.go)
+	pass  passLaunch // lloydPass's last launch
+	batch *batchState
+}
+
+// passLaunch is a lloydPass's launch, which a batch repeats.
+type passLaunch struct {
+	kernel     string
+	grid, smem int
+	p          kparams
 }
 
 const upHeader = 256 // params block, padded
@@ -203,6 +214,9 @@ func (s *session) allocK(k int) error {
 
 func (s *session) release() {
 	s.seedRelease()
+	if s.batch != nil {
+		s.batch.release(s.b)
+	}
 	b := s.b
 	for _, p := range []*uint64{&s.dPts, &s.dI32, &s.dW, &s.dLabels, &s.dUp, &s.dAcc, &s.dProf} {
 		b.free(*p)
@@ -422,13 +436,17 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		var idpM, imaM int64
 		var idp, ima bool
 		imaSmem := imaTableBytes(k) + 8*slots
-		if b.imaErr == nil && imaSmem <= b.smem && (s.variant == "ima" || s.variant == "" && k >= imaAutoMin && k <= idpK) {
-			imaM, ima = L.imaFits(centroids)
+		if s.force != "" {
+			kernel = s.force // a batch's (LloydSteps), whose tables the device makes
+		} else {
+			if b.imaErr == nil && imaSmem <= b.smem && (s.variant == "ima" || s.variant == "" && k >= imaAutoMin && k <= idpK) {
+				imaM, ima = L.imaFits(centroids)
+			}
+			if !ima && (s.variant == "idp" || s.variant == "" && k <= idpK) {
+				idpM, idp = L.idpFits(centroids)
+			}
+			kernel = s.fastKernel(k, idp, ima)
 		}
-		if !ima && (s.variant == "idp" || s.variant == "" && k <= idpK) {
-			idpM, idp = L.idpFits(centroids)
-		}
-		kernel = s.fastKernel(k, idp, ima)
 		frag := unsafe.Slice((*uint32)(unsafe.Pointer(&s.up[upHeader])), 4*kpad)
 		cent := unsafe.Slice((*float32)(unsafe.Pointer(&s.up[upHeader+16*kpad])), 4*k)
 		smem = fastSmem
@@ -518,6 +536,7 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 	*kp = p
 	err := b.launch(kernel, grid, 256, smem, unsafe.Pointer(kp))
 	runtime.KeepAlive(kp)
+	s.pass = passLaunch{kernel: kernel, grid: grid, smem: smem, p: p}
 	if err != nil {
 		return err
 	}

@@ -140,6 +140,34 @@ type StreamSeeder interface {
 // PCGState is the state of a math/rand/v2 PCG: its high and low words.
 type PCGState [2]uint64
 
+// A LloydRunner is a Session that runs Lloyd iterations where its points
+// are, several to a call, so that a device need not hand back each pass.
+// LloydSteps runs up to steps iterations from cent, each the engine's: an
+// Assign; the update of every cluster past the first nfixed to its
+// weighted mean, rounded half up to the grid (an empty cluster keeps its
+// centroid); the convergence test: the centroids unchanged, or, after an
+// iteration of inertia *prev (prev nil for a run's first), the inertia not
+// up and down by at most tol of itself. It stops after an iteration that
+// settles or leaves a cluster past nfixed empty, may stop earlier, and
+// returns a record of each iteration it ran; the session is then as after
+// the last one's Assign. An error wrapping ErrLloydUnsupported says that
+// it ran nothing and the engine is to iterate with Assign.
+type LloydRunner interface {
+	LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]LloydStep, error)
+}
+
+// LloydStep is the record of one iteration of LloydSteps.
+type LloydStep struct {
+	Counts         []uint64 // the Assign's cluster weights
+	Inertia, Moved uint64   // the Assign's inertia and moved weight
+	Next           []int32  // the centroids after the update
+	Empty          bool     // a cluster past the fixed ones had no point
+}
+
+// ErrLloydUnsupported is wrapped by the error of a LloydRunner that
+// cannot run these iterations.
+var ErrLloydUnsupported = errors.New("kmeans: batched Lloyd iterations not supported here")
+
 // MaxSeedTrials is the most draws of one Seeder step.
 const MaxSeedTrials = 32
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -853,4 +854,127 @@ func TestTreeIncrementalMatchesLloyd(t *testing.T) {
 		}
 		tree.Close()
 	}
+}
+
+// lloydSession is a LloydRunner on the host, as a device would run it:
+// Assigns, the engine's update and its convergence test, up to steps at
+// a time.
+type lloydSession struct {
+	Session
+	pts     *Points
+	calls   int
+	empties int // iterations that left a cluster empty
+}
+
+func (s *lloydSession) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]LloydStep, error) {
+	s.calls++
+	dim := s.pts.Dim
+	cur := slices.Clone(cent)
+	var out []LloydStep
+	var st Stats
+	for range steps {
+		if err := s.Assign(ctx, cur, &st); err != nil {
+			return nil, err
+		}
+		rec := LloydStep{Counts: slices.Clone(st.Counts), Inertia: st.Inertia, Moved: st.Moved, Next: slices.Clone(cur)}
+		for c := nfixed; c < len(st.Counts); c++ {
+			if st.Counts[c] == 0 {
+				rec.Empty = true
+				continue
+			}
+			for j := range dim {
+				rec.Next[c*dim+j] = roundDiv(st.Sums[c*dim+j], st.Counts[c])
+			}
+		}
+		out = append(out, rec)
+		if rec.Empty {
+			s.empties++
+		}
+		settled := slices.Equal(rec.Next, cur) || prev != nil && st.Inertia <= *prev && float64(*prev-st.Inertia) <= tol*float64(st.Inertia)
+		if settled || rec.Empty {
+			break
+		}
+		p := st.Inertia
+		prev, cur = &p, rec.Next
+	}
+	return out, nil
+}
+
+// lloydBackend opens lloydSessions (on the reduced set too).
+type lloydBackend struct {
+	mu       sync.Mutex
+	sessions []*lloydSession
+}
+
+func (b *lloydBackend) Name() string                  { return "lloyd-test" }
+func (b *lloydBackend) RunsCoarse(n, k, dim int) bool { return true }
+
+func (b *lloydBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
+	s, err := CPU.Open(pts, opt)
+	if err != nil {
+		return nil, err
+	}
+	ls := &lloydSession{Session: s, pts: pts}
+	b.mu.Lock()
+	b.sessions = append(b.sessions, ls)
+	b.mu.Unlock()
+	return ls, nil
+}
+
+// TestLloydRunner: iterations batched by a LloydRunner give the engine's
+// model and the same iterations, with fixed centroids, a tolerance, an
+// iteration limit inside a batch and clusters left empty.
+func TestLloydRunner(t *testing.T) {
+	p := randomPoints(31, 6000, 3, 2040)
+	empties := 0
+	dup := &Points{Dim: 3}
+	for i := range 400 { // few distinct points: given centroids far from them stay empty
+		dup.Coords = append(dup.Coords, int32(i%5)*100, int32(i%3)*7, 9)
+	}
+	for _, c := range []struct {
+		pts *Points
+		cfg Config
+	}{
+		{p, Config{K: 12, Seed: 9, Starts: 2, Coarse: 1500}},
+		{p, Config{K: 40, Seed: 3, Tol: 1e-3, Coarse: -1}},
+		{p, Config{K: 9, Seed: 4, Fixed: []int32{0, 0, 0, 2040, 2040, 2040}, Coarse: -1, MaxIter: 40}},
+		{p, Config{K: 20, Seed: 2, MaxIter: 3, Coarse: -1}},
+		{dup, Config{K: 8, Init: InitGiven, Centroids: []int32{0, 0, 9, 1, 0, 9, 2, 0, 9, 3, 0, 9, 500, 500, 500, 600, 600, 600, 700, 0, 0, 100, 7, 9}}},
+	} {
+		var want, got []Iteration
+		m1, err := Run(context.Background(), c.pts, c.cfg, func(it Iteration) { want = append(want, cloneIteration(it)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &lloydBackend{}
+		cfg := c.cfg
+		cfg.Backend = b
+		m2, err := Run(context.Background(), c.pts, cfg, func(it Iteration) { got = append(got, cloneIteration(it)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := sameModel(m2, m1); msg != "" {
+			t.Errorf("K=%d: %s", c.cfg.K, msg)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("K=%d: %d iterations batched, %d one at a time, or they differ", c.cfg.K, len(got), len(want))
+		}
+		calls := 0
+		for _, s := range b.sessions {
+			calls += s.calls
+			empties += s.empties
+		}
+		if calls == 0 {
+			t.Errorf("K=%d: no LloydSteps call", c.cfg.K)
+		}
+	}
+	if empties == 0 {
+		t.Error("no batch left a cluster empty")
+	}
+}
+
+func cloneIteration(it Iteration) Iteration {
+	it.Centroids = slices.Clone(it.Centroids)
+	it.Counts = slices.Clone(it.Counts)
+	return it
 }

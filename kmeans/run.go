@@ -496,9 +496,49 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 	next := make([]int32, len(cent))
 	m := &Model{Dim: dim, Start: start}
 	var prevInertia uint64
+	lr, batched := sg.sess.(LloydRunner)
+	var steps []LloydStep // iterations a LloydRunner ran, not yet taken
+	batch := lloydBatchFirst
 	for it := 0; ; it++ {
-		if err := sg.sess.Assign(ctx, cent, &r.st); err != nil {
-			return nil, err
+		if batched && len(steps) == 0 {
+			var prev *uint64
+			if it > 0 {
+				prev = &prevInertia
+			}
+			var err error
+			steps, err = lr.LloydSteps(ctx, cent, nfixed, sg.tol, prev, min(batch, cfg.MaxIter-it))
+			batch = min(2*batch, lloydBatch)
+			switch {
+			case errors.Is(err, ErrLloydUnsupported):
+				batched = false
+			case err != nil:
+				return nil, err
+			case len(steps) == 0:
+				return nil, errors.New("kmeans: LloydSteps ran no iteration")
+			}
+		}
+		if batched {
+			st := steps[0]
+			steps = steps[1:]
+			r.st.Reset(k, dim)
+			copy(r.st.Counts, st.Counts)
+			r.st.Inertia, r.st.Moved = st.Inertia, st.Moved
+			copy(next, st.Next)
+			if st.Empty {
+				if len(steps) > 0 {
+					return nil, errors.New("kmeans: batched Lloyd iterations went on past an empty cluster")
+				}
+				if err := r.fillEmpty(sg, next, nfixed); err != nil {
+					return nil, err
+				}
+			}
+		} else {
+			if err := sg.sess.Assign(ctx, cent, &r.st); err != nil {
+				return nil, err
+			}
+			if err := r.update(sg, next, cent, nfixed); err != nil {
+				return nil, err
+			}
 		}
 		if it == 0 {
 			// the first labels of a run are all new, whatever the
@@ -507,9 +547,6 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 			for _, w := range r.st.Counts {
 				r.st.Moved += w
 			}
-		}
-		if err := r.update(sg, next, cent, nfixed); err != nil {
-			return nil, err
 		}
 		m.Iterations = it + 1
 		if r.onIter != nil {
@@ -523,6 +560,9 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 		settled := same || (it > 0 && r.st.Inertia <= prevInertia &&
 			float64(prevInertia-r.st.Inertia) <= sg.tol*float64(r.st.Inertia))
 		if settled || it+1 >= cfg.MaxIter {
+			if len(steps) > 0 {
+				return nil, errors.New("kmeans: batched Lloyd iterations went on past convergence")
+			}
 			m.Converged = settled
 			if !same {
 				// Label with the final centroids, so that labels,
@@ -559,9 +599,28 @@ func (r *runner) update(sg stage, next, cent []int32, nfixed int) error {
 			next[c*dim+j] = roundDiv(r.st.Sums[c*dim+j], w)
 		}
 	}
+	return r.fill(sg, next, empty)
+}
+
+// fillEmpty gives the clusters past the first nfixed that the last Assign
+// left empty the points farthest from their centroids, as update does.
+func (r *runner) fillEmpty(sg stage, next []int32, nfixed int) error {
+	var empty []int
+	for c := nfixed; c < len(r.st.Counts); c++ {
+		if r.st.Counts[c] == 0 {
+			empty = append(empty, c)
+		}
+	}
+	return r.fill(sg, next, empty)
+}
+
+// fill sets the centroids of the empty clusters to the points farthest
+// from their centroids in the session's last Assign.
+func (r *runner) fill(sg stage, next []int32, empty []int) error {
 	if len(empty) == 0 {
 		return nil
 	}
+	dim := sg.pts.Dim
 	far, err := sg.sess.Farthest(len(empty))
 	if err != nil {
 		return err
@@ -571,6 +630,15 @@ func (r *runner) update(sg stage, next, cent []int32, nfixed int) error {
 	}
 	return nil
 }
+
+// A LloydRunner's first call of a run takes lloydBatchFirst iterations,
+// each later one twice as many as the one before, up to lloydBatch: most
+// runs on a reduced set settle within a few iterations, and a device that
+// queues iterations past the one that settles pays for each, if little.
+const (
+	lloydBatchFirst = 8
+	lloydBatch      = 64
+)
 
 // roundDiv returns s/w rounded to the nearest integer, halves up.
 func roundDiv(s int64, w uint64) int32 {

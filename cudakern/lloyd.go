@@ -1,0 +1,280 @@
+package cudakern
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+	"unsafe"
+
+	"github.com/kquant/kquant/kmeans"
+)
+
+// lloydParams mirrors struct LloydParams of kernels.cu (kq_lloyd_next).
+type lloydParams struct {
+	Acc, Scal, Frag, Cent, Cur, Rec uint64
+	Tol                             float64
+	Prev                            uint64
+	K, Kpad, Dim, Nfixed            int32
+	It, Last, HavePrev, Stride      int32
+	Center                          [4]int32
+	Radius                          int64
+}
+
+// The flags of a batch's record (REC_* of kernels.cu).
+const (
+	recSettled = 1
+	recEmpty   = 2
+	recUnfit   = 8
+	recDone    = 16
+)
+
+// recHead is the bytes of a record before its counts.
+const recHead = 32
+
+// batchState holds the device buffers of batched iterations: the
+// centroids of the pass under way and the records.
+type batchState struct {
+	dCur, dRec     uint64
+	curCap, recCap int    // bytes
+	recs           []byte // host copy of the records
+}
+
+// errLloydStepwise is LloydSteps' answer when KQUANT_CUDA_LLOYD=step asks
+// for an Assign a pass (benchmarks compare the two).
+var errLloydStepwise = fmt.Errorf("cudakern: KQUANT_CUDA_LLOYD=step: %w", kmeans.ErrLloydUnsupported)
+
+// batchKernel returns the fast kernel of a batch from centroids cent, or
+// "" when the batch cannot run: it needs the block update, the fast
+// kernels' exact range and a kernel whose tables kq_lloyd_next makes (the
+// scalar one, else the fp16 tensor-core one).
+func (s *session) batchKernel(cent []int32) (string, error) {
+	L := &s.L
+	if os.Getenv("KQUANT_CUDA_LLOYD") == "step" {
+		return "", errLloydStepwise
+	}
+	unsupported := func(why string) (string, error) {
+		return "", fmt.Errorf("cudakern: batched passes: %s: %w", why, kmeans.ErrLloydUnsupported)
+	}
+	if L.n == 0 || L.dim == 0 || len(cent)%L.dim != 0 || len(cent) == 0 {
+		return unsupported("no points or centroids")
+	}
+	k := len(cent) / L.dim
+	algo := s.algo
+	if s.hy != nil {
+		algo = s.hy.Current()
+	}
+	switch {
+	case s.tm != nil || s.schedule != nil || s.variant != "":
+		return unsupported("timed, scheduled or forced passes")
+	case s.update != kmeans.UpdateBlock:
+		return unsupported("update " + string(s.update))
+	case algo != kmeans.GEMM && algo != kmeans.Auto:
+		return unsupported("algorithm " + string(algo))
+	case !s.allowFast || s.label32 || k > s.capK || k > 65535:
+		return unsupported("no fast kernel")
+	case 16*((k+7)/8*8)+8*k*(1+L.dim) > s.b.smem || !L.fastFits(cent):
+		return unsupported("centroids outside the fast kernels' exact range")
+	}
+	p8 := L.fmt == fmtP8
+	if L.dim <= 3 && k <= smallK && k <= fastChunk {
+		if p8 {
+			return kSmallP8, nil
+		}
+		return kSmallP16, nil
+	}
+	if p8 {
+		return kFastP8M4, nil
+	}
+	return kFastP16M4, nil
+}
+
+// LloydSteps implements kmeans.LloydRunner: the first pass as Assign's,
+// then each later one after kq_lloyd_next (the update, the convergence
+// test and the next pass's tables on the device), all in one job on the
+// context's thread, and one read-back of the records. KQUANT_CUDA_LLOYD=step
+// makes it decline.
+func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]kmeans.LloydStep, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	kernel, err := s.batchKernel(cent)
+	if err != nil {
+		return nil, err
+	}
+	L := &s.L
+	dim, k := L.dim, len(cent)/L.dim
+	if steps <= 0 || nfixed < 0 || nfixed > k {
+		return nil, fmt.Errorf("cudakern: LloydSteps of %d steps, %d fixed of %d centroids", steps, nfixed, k)
+	}
+	if s.hy != nil {
+		s.cur = s.hy.Current()
+	}
+	fresh := !s.valid || k != s.k
+	s.valid = false
+	slots := k * (1 + dim)
+	stride := (recHead + 8*k + 4*k*dim + 7) &^ 7
+	acc := make([]uint64, nscal+slots)
+	if s.batch == nil {
+		s.batch = &batchState{}
+	}
+	bs := s.batch
+	if len(bs.recs) < stride*steps {
+		bs.recs = make([]byte, stride*steps)
+	}
+	recs := bs.recs[:stride*steps]
+	err = s.b.w.do(func() error {
+		b := s.b
+		if err := s.grow32(&bs.dCur, &bs.curCap, 4*k*dim); err != nil {
+			return err
+		}
+		if err := s.grow32(&bs.dRec, &bs.recCap, stride*steps); err != nil {
+			return err
+		}
+		if err := b.memset32(bs.dRec, 0, stride*steps/4); err != nil {
+			return err
+		}
+		if err := b.htod(bs.dCur, unsafe.Pointer(&cent[0]), 4*k*dim); err != nil {
+			return err
+		}
+		// the first pass, as Assign's but for the read-back
+		s.force = kernel
+		defer func() { s.force = "" }()
+		if err := s.firstPass(cent, k, fresh); err != nil {
+			return err
+		}
+		if s.pass.kernel != kernel {
+			return fmt.Errorf("cudakern: a batch's first pass ran %s, not %s", s.pass.kernel, kernel)
+		}
+		lp := &lloydParams{
+			Acc: s.dAcc + 8*nscal, Scal: s.dAcc, Frag: s.pass.p.Frag, Cent: s.pass.p.Cent,
+			Cur: bs.dCur, Rec: bs.dRec, Tol: tol,
+			K: int32(k), Kpad: int32((k + 7) / 8 * 8), Dim: int32(dim), Nfixed: int32(nfixed),
+			Last: int32(steps - 1), Stride: int32(stride), Radius: L.radius,
+		}
+		if prev != nil {
+			lp.Prev, lp.HavePrev = *prev, 1
+		}
+		for j := range dim {
+			lp.Center[j] = int32(L.center[j])
+		}
+		kp := new(kparams)
+		*kp = s.pass.p
+		kp.Flags &^= flagAllMoved | flagFreshAcc // labels and sums carry on
+		defer runtime.KeepAlive(kp)
+		defer runtime.KeepAlive(lp)
+		for it := range steps {
+			lp.It = int32(it) // the launch copies the parameters
+			if err := b.launch(kLloydNext, 1, 256, 0, unsafe.Pointer(lp)); err != nil {
+				return err
+			}
+			if it < steps-1 {
+				if err := b.launch(kernel, s.pass.grid, 256, s.pass.smem, unsafe.Pointer(kp)); err != nil {
+					return err
+				}
+			}
+		}
+		if err := b.dtoh(unsafe.Pointer(&recs[0]), bs.dRec, len(recs)); err != nil {
+			return err
+		}
+		return b.dtoh(unsafe.Pointer(&acc[0]), s.dAcc, 8*len(acc))
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]kmeans.LloydStep, 0, steps)
+	last := cent
+	for it := range steps {
+		r := recs[it*stride : (it+1)*stride]
+		flags := binary.LittleEndian.Uint64(r[16:])
+		if flags&recDone == 0 {
+			break
+		}
+		st := kmeans.LloydStep{
+			Inertia: binary.LittleEndian.Uint64(r[0:]),
+			Moved:   binary.LittleEndian.Uint64(r[8:]),
+			Counts:  make([]uint64, k),
+			Next:    make([]int32, k*dim),
+			Empty:   flags&recEmpty != 0,
+		}
+		for c := range k {
+			st.Counts[c] = binary.LittleEndian.Uint64(r[recHead+8*c:])
+		}
+		for i := range k * dim {
+			st.Next[i] = int32(binary.LittleEndian.Uint32(r[recHead+8*k+4*i:]))
+		}
+		if len(out) > 0 {
+			last = out[len(out)-1].Next // the centroids of this record's pass
+		}
+		out = append(out, st)
+		if flags&(recSettled|recEmpty|recUnfit) != 0 {
+			break
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("cudakern: a batch of %d passes recorded none", steps)
+	}
+	// the session is as after the last pass's Assign
+	s.k, s.valid, s.accOK = k, true, true
+	s.prev = append(s.prev[:0], last...)
+	s.acc = acc
+	s.fallbacks = acc[2]
+	s.last, s.lastFast, s.lastKern = s.cur, true, kernel
+	s.work = uint64(L.n) * uint64(k)
+	s.wwork = s.work
+	s.passes += len(out)
+	return out, nil
+}
+
+// firstPass is the head of assign for a batch's first pass: room for k
+// clusters, the scalars (and, fresh, the sums) cleared, lloydPass.
+func (s *session) firstPass(cent []int32, k int, fresh bool) error {
+	if k > s.capK {
+		if err := s.allocK(k); err != nil {
+			return err
+		}
+	}
+	if fresh {
+		s.accOK = false
+		s.pr.boundsOK = false
+	}
+	var flags int32
+	if fresh {
+		flags |= flagAllMoved
+	}
+	zero := 2 * nscal
+	if !s.accOK {
+		flags |= flagFreshAcc
+		zero += 2 * k * (1 + s.L.dim)
+	}
+	if err := s.b.memset32(s.dAcc, 0, zero); err != nil {
+		return err
+	}
+	s.pr.initPass, s.pr.reordered = false, false
+	s.pr.boundsOK = false // labels move without the bounds
+	return s.lloydPass(cent, k, true, flags)
+}
+
+// grow32 makes *p, of *capBytes, hold at least bytes (a multiple of 4).
+func (s *session) grow32(p *uint64, capBytes *int, bytes int) error {
+	if bytes <= *capBytes {
+		return nil
+	}
+	s.b.free(*p)
+	*p, *capBytes = 0, 0
+	q, err := s.b.alloc(bytes)
+	if err != nil {
+		return err
+	}
+	*p, *capBytes = q, bytes
+	return nil
+}
+
+func (bs *batchState) release(b *Backend) {
+	b.free(bs.dCur)
+	b.free(bs.dRec)
+	bs.dCur, bs.dRec, bs.curCap, bs.recCap = 0, 0, 0, 0
+}
+
+var _ kmeans.LloydRunner = (*session)(nil)
