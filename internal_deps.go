@@ -9,6 +9,5 @@ import (
 	_ "github.com/ebitengine/purego"
 	_ "github.com/lucasb-eyer/go-colorful"
 	_ "github.com/rogpeppe/go-internal/testscript"
-	_ "github.com/vbauerster/mpb/v8"
 	_ "golang.org/x/image/webp"
 )

@@ -10,7 +10,10 @@
 // the kernel refuses, Make is plain make.
 package mem
 
-import "unsafe"
+import (
+	"runtime"
+	"unsafe"
+)
 
 // minBytes is the smallest slice Make maps ahead: below it, the system
 // call costs about what the faults it saves do.
@@ -26,4 +29,20 @@ func Make[T any](n int) []T {
 		populate(unsafe.Pointer(unsafe.SliceData(s)), size)
 	}
 	return s
+}
+
+// Warm maps n bytes of the heap ahead for the allocations that follow and
+// that Make does not serve, such as the image a standard-library decoder
+// returns or a compressor's tables: it allocates n bytes with their pages
+// mapped in one call, drops them and collects them at once, so that the
+// next allocations take those pages instead of fresh ones that fault one
+// by one. It costs a garbage collection: call it before a stage that
+// allocates much, not in a loop. Where pages cannot be mapped ahead, and
+// for n below Make's threshold, it does nothing.
+func Warm(n int) {
+	if n < minBytes || !canPopulate() {
+		return
+	}
+	Make[byte](n)
+	runtime.GC()
 }

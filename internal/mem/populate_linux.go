@@ -1,6 +1,7 @@
 package mem
 
 import (
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -15,5 +16,14 @@ func populate(p unsafe.Pointer, size uintptr) {
 	const page = 4096
 	start := uintptr(p) &^ (page - 1)
 	end := (uintptr(p) + size + page - 1) &^ (page - 1)
-	syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvPopulateWrite)
+	if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvPopulateWrite); errno == syscall.EINVAL {
+		refused.Store(true)
+	}
 }
+
+// refused records that the kernel does not know MADV_POPULATE_WRITE.
+var refused atomic.Bool
+
+// canPopulate reports whether populate maps pages ahead, as far as is
+// known: until the kernel refuses it once.
+func canPopulate() bool { return !refused.Load() }
