@@ -2,6 +2,7 @@ package kmeans
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -129,5 +130,20 @@ func TestReduceKDWorkersAndShape(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkReduceKD: the reduced set of 232 000 clustered colour-like
+// points (graf1.png's count) into 32768 parts, on one and two goroutines.
+func BenchmarkReduceKD(b *testing.B) {
+	p := randomPoints(7, 232000, 3, 2040)
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			for range b.N {
+				if red, _ := reduceKD(p, DefaultCoarse, w); red == nil {
+					b.Fatal("no reduced set")
+				}
+			}
+		})
 	}
 }

@@ -371,18 +371,15 @@ func splitMedian(pts *Points, part []int32, axis int, lo, hi int32, keys []uint6
 		// below, at and above the median value, in that order
 		at, above := acc, acc+int(c[v])
 		below := 0
+		// branch-free: a point is as likely below the median as above
 		for _, p := range part {
-			switch x := pts.Coords[int(p)*dim+axis] - lo; {
-			case x < int32(v):
-				keys[below] = uint64(p)
-				below++
-			case x == int32(v):
-				keys[at] = uint64(p)
-				at++
-			default:
-				keys[above] = uint64(p)
-				above++
-			}
+			x := pts.Coords[int(p)*dim+axis] - lo
+			lt, gt := b2i(x < int32(v)), b2i(x > int32(v))
+			eq := 1 - lt - gt
+			keys[lt*below+eq*at+gt*above] = uint64(p)
+			below += lt
+			at += eq
+			above += gt
 		}
 		// of the points at the median value, those of least index
 		// complete the first half
@@ -401,6 +398,15 @@ func splitMedian(pts *Points, part []int32, axis int, lo, hi int32, keys []uint6
 	for i, k := range keys {
 		part[i] = int32(uint32(k))
 	}
+}
+
+// b2i is 1 for true, 0 for false, without a branch.
+func b2i(b bool) int {
+	var i int
+	if b {
+		i = 1
+	}
+	return i
 }
 
 // countingSplitMin is the fewest points that splitMedian splits by
