@@ -978,3 +978,44 @@ func cloneIteration(it Iteration) Iteration {
 	it.Counts = slices.Clone(it.Counts)
 	return it
 }
+
+// TestSuccessiveHalving: with more than startsKeep starts every start
+// runs first (to startsTol), then the startsKeep of least inertia go on,
+// their iterations numbered on from where they stopped, and the answer
+// is one of them.
+func TestSuccessiveHalving(t *testing.T) {
+	p := randomPoints(5, 8000, 3, 2040)
+	var order []int // the start of each iteration on the reduced set
+	last := map[int]int{}
+	m, err := Run(context.Background(), p, Config{K: 12, Seed: 2, Starts: 5, Tol: 1e-6, Breathe: -1, Coarse: 2000}, func(it Iteration) {
+		if !it.Coarse {
+			return // the refinement on all points numbers its own
+		}
+		if i, ok := last[it.Start]; ok && it.Index != i+1 {
+			t.Errorf("start %d: iteration %d after %d", it.Start, it.Index, i)
+		}
+		last[it.Start] = it.Index
+		order = append(order, it.Start)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the starts in turn, then the kept ones (the first of which may go
+	// on from the last start without a break)
+	var runs []int
+	for i, s := range order {
+		if i == 0 || s != order[i-1] {
+			runs = append(runs, s)
+		}
+	}
+	if len(runs) < 5+startsKeep-1 || len(runs) > 5+startsKeep || !slices.Equal(runs[:5], []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("starts ran in the order %v, want 0…4 then %d of them", runs, startsKeep)
+	}
+	kept := runs[5:]
+	if len(kept) < startsKeep {
+		kept = append([]int{4}, kept...)
+	}
+	if !slices.Contains(kept, m.Start) {
+		t.Errorf("the answer is start %d, not one that went on (%v)", m.Start, kept)
+	}
+}
