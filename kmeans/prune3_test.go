@@ -147,3 +147,35 @@ func BenchmarkReduceKD(b *testing.B) {
 		})
 	}
 }
+
+// TestSplitMedianPar: the parallel split leaves a part as splitMedian
+// does, with many points at the median value (ties broken by index) and
+// slices of unequal length.
+func TestSplitMedianPar(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		span int32
+	}{{100003, 2040}, {70001, 40}, {3 * parallelSplitMin, 7}} {
+		p := randomPoints(uint64(c.n), c.n, 3, c.span)
+		lo, hi := p.Bounds()
+		input := func() []int32 { // not in index order
+			part := make([]int32, c.n)
+			for i := range part {
+				part[i] = int32(c.n - 1 - i)
+			}
+			return part
+		}
+		var counts []int32
+		for axis := range 3 {
+			want := input()
+			splitMedian(p, want, axis, lo[axis], hi[axis], make([]uint64, c.n), &counts)
+			for _, workers := range []int{2, 3, 8} {
+				got := input()
+				splitMedianPar(p, got, axis, lo[axis], hi[axis], make([]uint64, c.n), &counts, workers)
+				if !slices.Equal(got, want) {
+					t.Fatalf("n=%d span %d axis %d, %d workers: the parallel split differs", c.n, c.span, axis, workers)
+				}
+			}
+		}
+	}
+}

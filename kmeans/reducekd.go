@@ -84,9 +84,10 @@ func newReducer(pts *Points, depth int, keys []uint64, parts int) *reducer {
 }
 
 // cut splits part, whose box is [lo, hi], at the median of the box's
-// longest side, if it is to be split at this level, and returns the
-// halves' boxes (in rd.boxes, at level+1) and the index of the cut.
-func (rd *reducer) cut(part []int32, level int, lo, hi []int32) (mid int, clo, chi []int32, ok bool) {
+// longest side, if it is to be split at this level, on up to workers
+// goroutines, and returns the halves' boxes (in rd.boxes, at level+1) and
+// the index of the cut.
+func (rd *reducer) cut(part []int32, level int, lo, hi []int32, workers int) (mid int, clo, chi []int32, ok bool) {
 	pts, dim := rd.pts, rd.pts.Dim
 	axis, span := longest(lo, hi)
 	if level >= rd.depth || len(part) <= 1 || span <= 0 {
@@ -94,7 +95,7 @@ func (rd *reducer) cut(part []int32, level int, lo, hi []int32) (mid int, clo, c
 	}
 	// cut at the median of the box's longest side; each half keeps the
 	// box, cut there
-	splitMedian(pts, part, axis, lo[axis], hi[axis], rd.keys, &rd.counts)
+	splitMedianPar(pts, part, axis, lo[axis], hi[axis], rd.keys, &rd.counts, workers)
 	mid = len(part) / 2
 	c := pts.Coords[int(part[mid])*dim+axis]
 	clo = rd.boxes[2*(level+1)*dim : (2*(level+1)+1)*dim]
@@ -121,7 +122,7 @@ func (rd *reducer) node(part []int32, first int32) int32 {
 // its node (see node).
 func (rd *reducer) split(part []int32, first int32, level int, lo, hi []int32) int32 {
 	id := rd.node(part, first)
-	if mid, clo, chi, ok := rd.cut(part, level, lo, hi); ok {
+	if mid, clo, chi, ok := rd.cut(part, level, lo, hi, 1); ok {
 		l := rd.split(part[:mid], first, level+1, lo, chi)
 		r := rd.split(part[mid:], first+int32(mid), level+1, clo, hi)
 		if id >= 0 {
@@ -141,7 +142,7 @@ func (rd *reducer) splitParallel(part []int32, first int32, level int, lo, hi []
 		return rd.split(part, first, level, lo, hi)
 	}
 	id := rd.node(part, first)
-	mid, clo, chi, ok := rd.cut(part, level, lo, hi)
+	mid, clo, chi, ok := rd.cut(part, level, lo, hi, 1<<levels)
 	if !ok {
 		rd.leaf(part)
 		return id

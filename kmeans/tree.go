@@ -400,6 +400,93 @@ func splitMedian(pts *Points, part []int32, axis int, lo, hi int32, keys []uint6
 	}
 }
 
+// splitMedianPar is splitMedian on up to workers goroutines, for a part
+// large enough to repay them: each counts and then partitions a slice of
+// part, at offsets that keep every class in part's order, so the result
+// is splitMedian's.
+func splitMedianPar(pts *Points, part []int32, axis int, lo, hi int32, keys []uint64, counts *[]int32, workers int) {
+	n, dim := len(part), pts.Dim
+	span := int64(hi) - int64(lo)
+	workers = min(workers, n/parallelSplitMin)
+	if workers < 2 || span >= 8*int64(n) {
+		splitMedian(pts, part, axis, lo, hi, keys, counts)
+		return
+	}
+	keys = keys[:n]
+	step := (n + workers - 1) / workers
+	hists := make([][]int32, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			h := make([]int32, span+1)
+			for _, p := range part[w*step : min(n, (w+1)*step)] {
+				h[pts.Coords[int(p)*dim+axis]-lo]++
+			}
+			hists[w] = h
+		})
+	}
+	wg.Wait()
+	c := resize(*counts, int(span)+1)
+	*counts = c
+	clear(c)
+	for _, h := range hists {
+		for v, m := range h {
+			c[v] += m
+		}
+	}
+	// the median value lo+v: acc points lie below it
+	mid, acc, v := n/2, 0, 0
+	for acc+int(c[v]) <= mid {
+		acc += int(c[v])
+		v++
+	}
+	// each slice's first slot of each class
+	below, at, above := 0, acc, acc+int(c[v])
+	starts := make([][3]int, workers)
+	for w, h := range hists {
+		starts[w] = [3]int{below, at, above}
+		var b int
+		for _, m := range h[:v] {
+			b += int(m)
+		}
+		below += b
+		at += int(h[v])
+		above += min(n, (w+1)*step) - w*step - b - int(h[v])
+	}
+	for w := range workers {
+		wg.Go(func() {
+			below, at, above := starts[w][0], starts[w][1], starts[w][2]
+			for _, p := range part[w*step : min(n, (w+1)*step)] {
+				x := pts.Coords[int(p)*dim+axis] - lo
+				lt, gt := b2i(x < int32(v)), b2i(x > int32(v))
+				eq := 1 - lt - gt
+				keys[lt*below+eq*at+gt*above] = uint64(p)
+				below += lt
+				at += eq
+				above += gt
+			}
+		})
+	}
+	wg.Wait()
+	// of the points at the median value, those of least index complete
+	// the first half
+	if eq := keys[acc : acc+int(c[v])]; mid > acc && mid-acc < len(eq) {
+		selectNth(eq, mid-acc)
+	}
+	for w := range workers {
+		wg.Go(func() {
+			for i := w * step; i < min(n, (w+1)*step); i++ {
+				part[i] = int32(keys[i])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// parallelSplitMin is the fewest points a goroutine of splitMedianPar
+// takes.
+const parallelSplitMin = 1 << 13
+
 // b2i is 1 for true, 0 for false, without a branch.
 func b2i(b bool) int {
 	var i int
