@@ -669,8 +669,9 @@ func hostPlusPlus(pts *kmeans.Points, k, trials int, rng *rand.Rand) []int {
 	return out
 }
 
-// deviceSeeds drives a Seeder as the engine would (see Seeder).
-func deviceSeeds(tb testing.TB, sd Seeder, pts *kmeans.Points, k, trials int, rng *rand.Rand) []int {
+// seedFirst makes the first centroid of a Seeder's k-means++, drawn with
+// rng, and returns it and the potential after it.
+func seedFirst(tb testing.TB, sd Seeder, pts *kmeans.Points, rng *rand.Rand) ([]int, uint64) {
 	pot, err := sd.SeedInit(nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -679,10 +680,16 @@ func deviceSeeds(tb testing.TB, sd Seeder, pts *kmeans.Points, k, trials int, rn
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out := []int{first}
 	if pot, err = sd.SeedInit(pts.At(first)); err != nil {
 		tb.Fatal(err)
 	}
+	return []int{first}, pot
+}
+
+// deviceSeeds drives a Seeder as the engine would (see Seeder).
+func deviceSeeds(tb testing.TB, sd Seeder, pts *kmeans.Points, k, trials int, rng *rand.Rand) []int {
+	out, pot := seedFirst(tb, sd, pts, rng)
+	var err error
 	rs := make([]uint64, trials)
 	for len(out) < k && pot > 0 {
 		for t := range rs {
@@ -700,19 +707,7 @@ func deviceSeeds(tb testing.TB, sd Seeder, pts *kmeans.Points, k, trials int, rn
 // deviceSeedsStreamed is deviceSeeds with the steps streamed (SeedSteps),
 // batch steps a call, the draws taken on the device from src.
 func deviceSeedsStreamed(tb testing.TB, sd Seeder, pts *kmeans.Points, k, trials, batch int, src *rand.PCG) []int {
-	rng := rand.New(src)
-	pot, err := sd.SeedInit(nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	first, err := sd.SeedPick(rng.Uint64N(pot))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out := []int{first}
-	if pot, err = sd.SeedInit(pts.At(first)); err != nil {
-		tb.Fatal(err)
-	}
+	out, pot := seedFirst(tb, sd, pts, rand.New(src))
 	for len(out) < k && pot > 0 {
 		b, _ := src.MarshalBinary()
 		st := kmeans.PCGState{binary.BigEndian.Uint64(b[4:]), binary.BigEndian.Uint64(b[12:])}

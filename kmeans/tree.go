@@ -369,18 +369,7 @@ func splitMedian(pts *Points, part []int32, axis int, lo, hi int32, keys []uint6
 			v++
 		}
 		// below, at and above the median value, in that order
-		at, above := acc, acc+int(c[v])
-		below := 0
-		// branch-free: a point is as likely below the median as above
-		for _, p := range part {
-			x := pts.Coords[int(p)*dim+axis] - lo
-			lt, gt := b2i(x < int32(v)), b2i(x > int32(v))
-			eq := 1 - lt - gt
-			keys[lt*below+eq*at+gt*above] = uint64(p)
-			below += lt
-			at += eq
-			above += gt
-		}
+		partitionAt(pts, part, axis, lo+int32(v), keys, 0, acc, acc+int(c[v]))
 		// of the points at the median value, those of least index
 		// complete the first half
 		if eq := keys[acc : acc+int(c[v])]; mid > acc && mid-acc < len(eq) {
@@ -455,16 +444,7 @@ func splitMedianPar(pts *Points, part []int32, axis int, lo, hi int32, keys []ui
 	}
 	for w := range workers {
 		wg.Go(func() {
-			below, at, above := starts[w][0], starts[w][1], starts[w][2]
-			for _, p := range part[w*step : min(n, (w+1)*step)] {
-				x := pts.Coords[int(p)*dim+axis] - lo
-				lt, gt := b2i(x < int32(v)), b2i(x > int32(v))
-				eq := 1 - lt - gt
-				keys[lt*below+eq*at+gt*above] = uint64(p)
-				below += lt
-				at += eq
-				above += gt
-			}
+			partitionAt(pts, part[w*step:min(n, (w+1)*step)], axis, lo+int32(v), keys, starts[w][0], starts[w][1], starts[w][2])
 		})
 	}
 	wg.Wait()
@@ -486,6 +466,23 @@ func splitMedianPar(pts *Points, part []int32, axis int, lo, hi int32, keys []ui
 // parallelSplitMin is the fewest points a goroutine of splitMedianPar
 // takes.
 const parallelSplitMin = 1 << 13
+
+// partitionAt writes the indices of part to keys in three classes, their
+// coordinates on axis below, at and above m, each class from its slot
+// (below, at, above) on and in part's order. It does not branch: near a
+// median a point is as likely below as above.
+func partitionAt(pts *Points, part []int32, axis int, m int32, keys []uint64, below, at, above int) {
+	dim := pts.Dim
+	for _, p := range part {
+		x := pts.Coords[int(p)*dim+axis]
+		lt, gt := b2i(x < m), b2i(x > m)
+		eq := 1 - lt - gt
+		keys[lt*below+eq*at+gt*above] = uint64(p)
+		below += lt
+		at += eq
+		above += gt
+	}
+}
 
 // b2i is 1 for true, 0 for false, without a branch.
 func b2i(b bool) int {
