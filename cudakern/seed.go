@@ -25,9 +25,12 @@ import (
 //		cent = append(cent, pts.At(best)...)
 //	}
 //
-// Each call is one round trip to the device. Sessions whose points the
-// fast kernels cannot take (see Open) return ErrSeedUnsupported. The
-// engine (kmeans.Run) seeds through it whenever a session is one.
+// Each call is one round trip to the device. The sessions are
+// kmeans.StreamSeeders too: SeedSteps runs many steps in one round trip,
+// taking the draws on the device from the PCG whose state it is given,
+// and the engine uses it. Sessions whose points the fast kernels cannot
+// take (see Open) return ErrSeedUnsupported. The engine (kmeans.Run)
+// seeds through them whenever a session is one.
 type Seeder = kmeans.Seeder
 
 // ErrSeedUnsupported is returned by the Seeder methods of a session whose
