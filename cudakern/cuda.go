@@ -353,6 +353,23 @@ func (b *Backend) free(p uint64) {
 	}
 }
 
+// grow makes the buffer *p, of *capBytes bytes, hold at least bytes: a
+// larger one replaces it, its contents lost. On failure *p is 0 and
+// *capBytes 0.
+func (b *Backend) grow(p *uint64, capBytes *int, bytes int) error {
+	if bytes <= *capBytes {
+		return nil
+	}
+	b.free(*p)
+	*p, *capBytes = 0, 0
+	q, err := b.alloc(bytes)
+	if err != nil {
+		return err
+	}
+	*p, *capBytes = q, bytes
+	return nil
+}
+
 func (b *Backend) htod(dst uint64, src unsafe.Pointer, bytes int) error {
 	if bytes == 0 {
 		return nil

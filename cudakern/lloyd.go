@@ -126,10 +126,10 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 	recs := bs.recs[:stride*steps]
 	err = s.b.w.do(func() error {
 		b := s.b
-		if err := s.grow32(&bs.dCur, &bs.curCap, 4*k*dim); err != nil {
+		if err := b.grow(&bs.dCur, &bs.curCap, 4*k*dim); err != nil {
 			return err
 		}
-		if err := s.grow32(&bs.dRec, &bs.recCap, stride*steps); err != nil {
+		if err := b.grow(&bs.dRec, &bs.recCap, stride*steps); err != nil {
 			return err
 		}
 		if err := b.memset32(bs.dRec, 0, stride*steps/4); err != nil {
@@ -141,7 +141,12 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		// the first pass, as Assign's but for the read-back
 		s.force = kernel
 		defer func() { s.force = "" }()
-		if err := s.firstPass(cent, k, fresh); err != nil {
+		flags, _, err := s.passHead(k, fresh)
+		if err != nil {
+			return err
+		}
+		s.pr.boundsOK = false // labels move without the bounds
+		if err := s.lloydPass(cent, k, true, flags); err != nil {
 			return err
 		}
 		if s.pass.kernel != kernel {
@@ -225,50 +230,6 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 	s.wwork = s.work
 	s.passes += len(out)
 	return out, nil
-}
-
-// firstPass is the head of assign for a batch's first pass: room for k
-// clusters, the scalars (and, fresh, the sums) cleared, lloydPass.
-func (s *session) firstPass(cent []int32, k int, fresh bool) error {
-	if k > s.capK {
-		if err := s.allocK(k); err != nil {
-			return err
-		}
-	}
-	if fresh {
-		s.accOK = false
-		s.pr.boundsOK = false
-	}
-	var flags int32
-	if fresh {
-		flags |= flagAllMoved
-	}
-	zero := 2 * nscal
-	if !s.accOK {
-		flags |= flagFreshAcc
-		zero += 2 * k * (1 + s.L.dim)
-	}
-	if err := s.b.memset32(s.dAcc, 0, zero); err != nil {
-		return err
-	}
-	s.pr.initPass, s.pr.reordered = false, false
-	s.pr.boundsOK = false // labels move without the bounds
-	return s.lloydPass(cent, k, true, flags)
-}
-
-// grow32 makes *p, of *capBytes, hold at least bytes (a multiple of 4).
-func (s *session) grow32(p *uint64, capBytes *int, bytes int) error {
-	if bytes <= *capBytes {
-		return nil
-	}
-	s.b.free(*p)
-	*p, *capBytes = 0, 0
-	q, err := s.b.alloc(bytes)
-	if err != nil {
-		return err
-	}
-	*p, *capBytes = q, bytes
-	return nil
 }
 
 func (bs *batchState) release(b *Backend) {

@@ -45,14 +45,8 @@ func (s *session) Profile(ctx context.Context, inertia, utility []uint64) error 
 		if err := s.ensureI32(); err != nil {
 			return err
 		}
-		if 16*k > s.profBytes {
-			s.b.free(s.dProf)
-			s.dProf, s.profBytes = 0, 0
-			p, err := s.b.alloc(16 * k)
-			if err != nil {
-				return err
-			}
-			s.dProf, s.profBytes = p, 16*k
+		if err := s.b.grow(&s.dProf, &s.profBytes, 16*k); err != nil {
+			return err
 		}
 		b, L := s.b, &s.L
 		// the centroids, centred, as int64 at the staging buffer's start

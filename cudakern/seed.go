@@ -60,9 +60,9 @@ const (
 // seedState holds the device buffers of the seeding.
 type seedState struct {
 	dD, dGroups, dSmall, dCent uint64
-	centCap                    int
+	centBytes                  int
 	dStream                    uint64 // ppStream, then an int per step
-	streamCap                  int    // steps dStream holds
+	streamBytes                int
 	ngroups                    int
 	p                          ppParams
 }
@@ -169,14 +169,8 @@ func (s *session) SeedInit(centroids []int32) (uint64, error) {
 		st.K, st.Mode = int32(k), 1
 		if k > 0 {
 			st.Mode = 0
-			if k > s.seed.centCap {
-				s.b.free(s.seed.dCent)
-				s.seed.dCent, s.seed.centCap = 0, 0
-				var err error
-				if s.seed.dCent, err = s.b.alloc(16 * k); err != nil {
-					return err
-				}
-				s.seed.centCap = k
+			if err := s.b.grow(&s.seed.dCent, &s.seed.centBytes, 16*k); err != nil {
+				return err
 			}
 			c := make([]float32, 4*k)
 			for i := range k {
@@ -283,14 +277,8 @@ func (s *session) SeedSteps(pcg kmeans.PCGState, trials, steps int) ([]int, uint
 	buf := make([]byte, ppStreamSize+4*steps)
 	err := s.b.w.do(func() error {
 		st := s.seed
-		if steps > st.streamCap {
-			s.b.free(st.dStream)
-			st.dStream, st.streamCap = 0, 0
-			var err error
-			if st.dStream, err = s.b.alloc(ppStreamSize + 4*steps); err != nil {
-				return err
-			}
-			st.streamCap = steps
+		if err := s.b.grow(&st.dStream, &st.streamBytes, ppStreamSize+4*steps); err != nil {
+			return err
 		}
 		head := ppStream{Hi: pcg[0], Lo: pcg[1]}
 		if err := s.b.htod(st.dStream, unsafe.Pointer(&head), ppStreamSize); err != nil {

@@ -191,22 +191,11 @@ func (s *session) allocK(k int) error {
 	kpad := (k + 7) / 8 * 8
 	up := upHeader + 16*kpad + 16*k // fast: fragments + float4 centroids
 	up = max(up, upHeader+8*k*L.dim, upHeader+imaTableBytes(k))
-	if up > s.upBytes {
-		b.free(s.dUp)
-		s.dUp = 0
-		if s.dUp, err = b.alloc(up); err != nil {
-			return err
-		}
-		s.upBytes = up
+	if err := b.grow(&s.dUp, &s.upBytes, up); err != nil {
+		return err
 	}
-	acc := 8 * (nscal + k*(1+L.dim))
-	if acc > s.accBytes {
-		b.free(s.dAcc)
-		s.dAcc = 0
-		if s.dAcc, err = b.alloc(acc); err != nil {
-			return err
-		}
-		s.accBytes = acc
+	if err := b.grow(&s.dAcc, &s.accBytes, 8*(nscal+k*(1+L.dim))); err != nil {
+		return err
 	}
 	s.capK = max(s.capK, k)
 	return nil
@@ -317,43 +306,15 @@ func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stat
 // and scalars.
 func (s *session) assign(centroids []int32, k int, fresh bool) error {
 	b := s.b
-	if k > s.capK || (k > 65535 && !s.label32) {
-		if k > 65535 && !s.label32 {
-			b.free(s.dLabels)
-			s.dLabels, s.label32, fresh = 0, true, true
-		}
-		if err := s.allocK(k); err != nil {
-			return err
-		}
-	}
-	if fresh {
-		s.accOK = false
-		s.pr.boundsOK = false
-	}
-	slots := k * (1 + s.L.dim)
-	noacc := s.update != kmeans.UpdateBlock
-	var flags int32
-	if fresh {
-		flags |= flagAllMoved
-	}
-	if noacc {
-		flags |= flagNoAcc
-	} else if !s.accOK {
-		flags |= flagFreshAcc
-	}
-	zero := 2 * nscal
-	if flags&flagFreshAcc != 0 || s.update == kmeans.UpdateAtomic {
-		zero += 2 * slots
-	}
-	if err := b.memset32(s.dAcc, 0, zero); err != nil {
+	flags, fresh, err := s.passHead(k, fresh)
+	if err != nil {
 		return err
 	}
-	s.pr.initPass, s.pr.reordered = false, false
+	slots := k * (1 + s.L.dim)
 	algo := s.cur
 	if algo == kmeans.WuHong && k > maxRIDK {
 		algo = kmeans.Lloyd // the device sort of RID rows takes k ≤ maxRIDK
 	}
-	var err error
 	switch algo {
 	case kmeans.WuHong, kmeans.Bounds:
 		err = s.prunedPass(centroids, k, algo, flags)
@@ -396,6 +357,44 @@ func (s *session) assign(centroids []int32, k int, fresh bool) error {
 		return s.epochCheck(k, fresh)
 	}
 	return nil
+}
+
+// passHead readies the device for a pass at k clusters, fresh (new
+// labels) or not: room for k clusters, the scalars cleared, and the sums
+// too where the pass makes them afresh. It returns the pass's flags and
+// whether it is fresh (growing to 32-bit labels makes it so).
+func (s *session) passHead(k int, fresh bool) (int32, bool, error) {
+	if k > s.capK || (k > 65535 && !s.label32) {
+		if k > 65535 && !s.label32 {
+			s.b.free(s.dLabels)
+			s.dLabels, s.label32, fresh = 0, true, true
+		}
+		if err := s.allocK(k); err != nil {
+			return 0, fresh, err
+		}
+	}
+	if fresh {
+		s.accOK = false
+		s.pr.boundsOK = false
+	}
+	var flags int32
+	if fresh {
+		flags |= flagAllMoved
+	}
+	if s.update != kmeans.UpdateBlock {
+		flags |= flagNoAcc
+	} else if !s.accOK {
+		flags |= flagFreshAcc
+	}
+	zero := 2 * nscal
+	if flags&flagFreshAcc != 0 || s.update == kmeans.UpdateAtomic {
+		zero += 2 * k * (1 + s.L.dim)
+	}
+	if err := s.b.memset32(s.dAcc, 0, zero); err != nil {
+		return 0, fresh, err
+	}
+	s.pr.initPass, s.pr.reordered = false, false
+	return flags, fresh, nil
 }
 
 // lloydPass labels every point by comparing it with every centroid: the
