@@ -6,6 +6,7 @@ require (
 	fyne.io/fyne/v2 v2.7.1
 	github.com/disintegration/imaging v1.6.2
 	github.com/ebitengine/purego v0.11.3
+	github.com/klauspost/compress v1.20.3
 	github.com/lucasb-eyer/go-colorful v1.4.1
 	github.com/rogpeppe/go-internal v1.16.0
 	golang.org/x/image v0.47.0

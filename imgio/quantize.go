@@ -275,10 +275,12 @@ func Remap(img *image.NRGBA, pal []color.NRGBA, labels []int32) *image.NRGBA {
 }
 
 // DefaultPNGCompression is the compression level Encode uses for PNG.
-// Smaller files are the point of quantizing, so it is zlib's default
-// level. For a 14.7-megapixel image of 256 colours, png.BestSpeed encodes
-// 6 to 10 times faster but makes the file 23% (dithered) to 30% (not
-// dithered) larger: a good trade for previews, through EncodePNG.
+// Smaller files are the point of quantizing, so it is the default level
+// (for paletted images, files about the size of zlib's default level; see
+// EncodePNG). For a 14.7-megapixel image of 256 colours on two cores,
+// png.BestSpeed encodes 4 (not dithered) to 9 (dithered) times faster but
+// makes the file 20% (dithered) to 26% (not dithered) larger: a good
+// trade for previews, through EncodePNG.
 const DefaultPNGCompression = png.DefaultCompression
 
 // DefaultJPEGQuality is the quality Encode uses for JPEG when given 0.
@@ -299,9 +301,19 @@ var pngPool pngBuffers
 // EncodePNG writes img to w as a PNG file with the given compression level
 // (png.DefaultCompression, png.NoCompression, png.BestSpeed or
 // png.BestCompression). Paletted images stay paletted, with a tRNS chunk
-// for transparent entries; images whose pixels are all opaque are written
-// without alpha. Buffers are reused from one call to the next.
+// for transparent entries, and are compressed on all cores by kquant's
+// own encoder (see pngLevels), except at png.BestCompression, which
+// image/png writes; other images are written by image/png, without alpha
+// when all their pixels are opaque. The bytes written do not depend on
+// the number of cores. Buffers are reused from one call to the next.
 func EncodePNG(w io.Writer, img image.Image, level png.CompressionLevel) error {
+	if p, ok := img.(*image.Paletted); ok && level != png.BestCompression {
+		l, ok := pngLevels[level]
+		if !ok {
+			l = pngLevels[png.DefaultCompression]
+		}
+		return encodePaletted(w, p, l)
+	}
 	e := png.Encoder{CompressionLevel: level, BufferPool: &pngPool}
 	return e.Encode(w, img)
 }
