@@ -58,6 +58,8 @@ type treeSession struct {
 	crew   *crew      // the passes' helpers
 	c3     [][3]int64 // in three dimensions, cent as int64 triples
 
+	scratch treeScratch
+
 	// The running statistics of the last pass's labelling, per cluster:
 	// Σw, Σw·x and Σw|x−o|².
 	counts []uint64
@@ -70,6 +72,25 @@ type treeSession struct {
 	from  []int
 	moved []bool
 	dead  int
+}
+
+// treeScratch is memory a session's passes and profiles reuse from one
+// call to the next rather than allocate: a run makes hundreds of them, and
+// fresh memory costs a page fault a page.
+type treeScratch struct {
+	all   []int32    // 0…k−1
+	lists [][]int32  // taskCandidates' list for each task
+	arena [2][]int32 // taskCandidates' pruned lists, one arena a half
+	prof  []profileScratch
+	c3    [][3]int64 // profile's centroids as int64 triples
+}
+
+// profileScratch is one profile worker's memory.
+type profileScratch struct {
+	part    []uint64 // inertia, then utility, per cluster
+	buf     []int32
+	gather  [][3]int64
+	scratch [][4]int64
 }
 
 type treeNode struct {
@@ -568,36 +589,51 @@ func (t *treeSession) parallel(ctx context.Context, tasks, workers int, f func(w
 
 // taskCandidates prunes the candidates 0…k−1 of the last Assign's
 // centroids down the levels above the task roots, once, and returns the
-// list each task starts from.
+// list each task starts from. The lists live in the session's scratch
+// until the next call.
 func (t *treeSession) taskCandidates(ctx context.Context, k, workers int) ([][]int32, error) {
-	all := make([]int32, k)
+	sc := &t.scratch
+	sc.all = resize(sc.all, k)
+	all := sc.all
 	for c := range all {
 		all[c] = int32(c)
 	}
-	out := make([][]int32, len(t.tasks))
+	sc.lists = resize(sc.lists, len(t.tasks))
+	out := sc.lists
+	// Each half of the tree prunes into its own arena: a half has fewer
+	// nodes above its tasks than there are tasks, each keeping at most k
+	// candidates, so an arena of len(tasks)·k never grows while lists
+	// point into it.
+	for h := range sc.arena {
+		sc.arena[h] = resize(sc.arena[h], len(t.tasks)*k)[:0]
+	}
 	// descend sets out[i:] from node nd down, for the tasks from the i-th
 	// on, and returns the index past its own tasks
-	var descend func(nd int32, cands []int32, i int, dist []int64) int
-	descend = func(nd int32, cands []int32, i int, dist []int64) int {
+	var descend func(nd int32, cands []int32, i int, h int, dist []int64) int
+	descend = func(nd int32, cands []int32, i int, h int, dist []int64) int {
 		if t.tasks[i] == nd { // tasks lie in depth-first order
 			out[i] = cands
 			return i + 1
 		}
 		if len(cands) > 1 {
-			cands = t.prune(nd, t.cent, cands, make([]int32, 0, len(cands)), dist)
+			a := sc.arena[h]
+			cands = t.prune(nd, t.cent, cands, a[len(a):len(a):len(a)+len(cands)], dist)
+			sc.arena[h] = a[:len(a)+len(cands)]
 		}
-		i = descend(t.nodes[nd].left, cands, i, dist)
-		return descend(t.nodes[nd].right, cands, i, dist)
+		i = descend(t.nodes[nd].left, cands, i, h, dist)
+		return descend(t.nodes[nd].right, cands, i, h, dist)
 	}
 	root := &t.nodes[0]
 	if workers <= 1 || t.tasks[0] == 0 || len(t.tasks) < 2 {
-		descend(0, all, 0, t.walks[0].dist)
+		descend(0, all, 0, 0, t.walks[0].dist)
 		return out, nil
 	}
 	// the root here, its halves on two goroutines
 	cands := all
 	if k > 1 {
-		cands = t.prune(0, t.cent, all, make([]int32, 0, k), t.walks[0].dist)
+		a := sc.arena[0]
+		cands = t.prune(0, t.cent, all, a[:0:k], t.walks[0].dist)
+		sc.arena[0] = a[:len(cands)]
 	}
 	mid := 0 // the first task in the right half
 	for mid < len(t.tasks) && t.nodes[t.tasks[mid]].first < t.nodes[root.right].first {
@@ -605,9 +641,9 @@ func (t *treeSession) taskCandidates(ctx context.Context, k, workers int) ([][]i
 	}
 	err := t.parallel(ctx, 2, workers, func(w, half int) {
 		if half == 0 {
-			descend(root.left, cands, 0, t.walks[w].dist)
+			descend(root.left, cands, 0, 0, t.walks[w].dist)
 		} else {
-			descend(root.right, cands, mid, t.walks[w].dist)
+			descend(root.right, cands, mid, 1, t.walks[w].dist)
 		}
 	})
 	return out, err
@@ -1326,40 +1362,43 @@ func clusterInertias(inertia, counts []uint64, sums []int64, sq []uint64, origin
 func (t *treeSession) profile(ctx context.Context, cent []int32, inertia, utility []uint64) error {
 	k := len(cent) / t.dim
 	workers := max(1, min(t.workers, len(t.tasks)))
-	parts := make([][]uint64, workers)
-	bufs := make([][]int32, workers)
-	gathers := make([][][3]int64, workers)
+	sc := &t.scratch
 	var c3 [][3]int64
 	if t.dim == 3 {
-		c3 = make([][3]int64, k)
+		sc.c3 = resize(sc.c3, k)
+		c3 = sc.c3
 		for c := range c3 {
 			p := cent[3*c : 3*c+3 : 3*c+3]
 			c3[c] = [3]int64{int64(p[0]), int64(p[1]), int64(p[2])}
 		}
 	}
-	scratches := make([][][4]int64, workers)
-	for w := range workers {
-		parts[w] = make([]uint64, 2*k)
-		bufs[w] = make([]int32, 65*k)
-		gathers[w] = make([][3]int64, k)
-		scratches[w] = make([][4]int64, k)
+	sc.prof = resize(sc.prof, workers)
+	for w := range sc.prof {
+		ps := &sc.prof[w]
+		ps.part = resize(ps.part, 2*k)
+		clear(ps.part)
+		ps.buf = resize(ps.buf, 65*k)
+		ps.gather = resize(ps.gather, k)
+		ps.scratch = resize(ps.scratch, k)
 	}
-	all := make([]int32, k)
+	sc.all = resize(sc.all, k)
+	all := sc.all
 	for c := range all {
 		all[c] = int32(c)
 	}
 	err := t.parallel(ctx, len(t.tasks), workers, func(w, task int) {
-		t.utility(t.tasks[task], cent, all, bufs[w], c3, gathers[w], scratches[w], parts[w][:k], parts[w][k:])
+		ps := &sc.prof[w]
+		t.utility(t.tasks[task], cent, all, ps.buf, c3, ps.gather, ps.scratch, ps.part[:k], ps.part[k:])
 	})
 	if err != nil {
 		return err
 	}
 	clear(inertia[:k])
 	clear(utility[:k])
-	for _, p := range parts {
+	for _, ps := range sc.prof {
 		for c := range k {
-			inertia[c] += p[c]
-			utility[c] += p[k+c]
+			inertia[c] += ps.part[c]
+			utility[c] += ps.part[k+c]
 		}
 	}
 	return nil
