@@ -197,6 +197,9 @@ func deflateSegment(p *image.Paletted, depth, rowBytes int, segs []pngSegment, s
 	seg := segs[s]
 	rowLen := rowBytes + 1
 	before := min(seg.first, (pngWindow+rowLen-1)/rowLen) // rows that hold the dictionary
+	if need := (before + seg.rows) * rowLen; cap(raw) < need {
+		raw = make([]byte, 0, need)
+	}
 	raw = filterRows(raw[:0], p, depth, rowBytes, seg.first-before, seg.first+seg.rows)
 	dict := raw[:before*rowLen]
 	dict = dict[max(0, len(dict)-pngWindow):]
