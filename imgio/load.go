@@ -278,6 +278,13 @@ func decode(data []byte, opt Options) (*image.NRGBA, string, error) {
 	if err := checkSize(cfg.Width, cfg.Height, maxPixels); err != nil {
 		return nil, c.name, err
 	}
+	if c.name == "png" {
+		// The common layouts, faster; the others and any error go
+		// through image/png.
+		if out, ok := decodePNG(data); ok {
+			return out, c.name, nil
+		}
+	}
 
 	var img image.Image
 	err = protect(func() (err error) {
