@@ -108,6 +108,7 @@ func BenchmarkAssignPixels(b *testing.B) {
 		{"auto", []int{16, 64, 256, 1024}, []string{"steady", "fresh"}},
 		{"ima", []int{16, 64, 128, 256, 1024}, []string{"steady"}},
 		{"idp", []int{16, 32, 64, 128, 256}, []string{"steady"}},
+		{"cell", []int{16, 64, 128, 256}, []string{"steady", "fresh"}},
 		{"small", []int{16, 32}, []string{"steady"}},
 		{"m4", []int{16, 64, 128, 256, 1024}, []string{"steady"}},
 		{"m2", []int{256, 1024}, []string{"steady"}},
@@ -169,7 +170,7 @@ func million(b *testing.B) *kmeans.Points {
 func BenchmarkAssignUnique(b *testing.B) {
 	pts := million(b)
 	b.Logf("%d unique colours", pts.Len())
-	vs := []string{"auto", "ima", "idp", "m4"}
+	vs := []string{"auto", "ima", "idp", "cell", "m4"}
 	if variants() == 1 {
 		vs = vs[:1]
 	}

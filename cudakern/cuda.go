@@ -103,6 +103,8 @@ const (
 	kSmallP16  = "kq_small_p16"
 	kIDPP8     = "kq_idp_p8"
 	kIMAP8     = "kq_ima_p8"
+	kCellP8    = "kq_cell_p8"
+	kCellBuild = "kq_cell_build"
 	kGenF32    = "kq_generic_f32"
 	kGenI64    = "kq_generic_i64"
 	kProfile   = "kq_profile"
@@ -149,10 +151,10 @@ var prunedKernels = []string{kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4,
 
 // assignKernels take their shared memory dynamically.
 var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
-	kIMAP8, kGenF32, kGenI64}
+	kIMAP8, kCellP8, kGenF32, kGenI64}
 
 var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
-	kIMAP8, kGenF32, kGenI64, kProfile,
+	kIMAP8, kCellP8, kCellBuild, kGenF32, kGenI64, kProfile,
 	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPCGDraws, kLloydNext,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather}

@@ -402,6 +402,52 @@ func TestIntegerKernel(t *testing.T) {
 	}
 }
 
+// TestCellKernel: the cell-pruned integer kernel (kq_cell_p8, forced)
+// against the CPU, on the integer kernel's point sets and centroids, and
+// on centroids crowded into a few cells (whose lists overflow, so that
+// their points search every centroid); 1, 2 and 3 dimensions take it, 4 and
+// whatever idpFits refuses another kernel.
+func TestCellKernel(t *testing.T) {
+	b := gpu(t)
+	t.Setenv("KQUANT_CUDA_KERNEL", "cell")
+	rng := rand.New(rand.NewPCG(41, 42))
+	sets := kernelPointSets(t, rng, 4, 200)
+	var used, refused int
+	for _, pts := range sets {
+		L := planLayout(pts)
+		cs := centroidSets(rng, pts, 2, 16, 64, 100, idpMaxK)
+		cs = append(cs, boxCorners(pts, 0, 40, 150)...)
+		for _, spread := range []int{12, 40, 300} {
+			// k = 256 around one point: a few cells list most of them
+			x := pts.At(rng.IntN(pts.Len()))
+			crowd := make([]int32, 0, idpMaxK*pts.Dim)
+			for range idpMaxK {
+				for j := range pts.Dim {
+					crowd = append(crowd, x[j]+int32(rng.IntN(2*spread+1)-spread))
+				}
+			}
+			cs = append(cs, crowd)
+		}
+		infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 300}, cs)
+		for i, in := range infos {
+			_, ok := L.idpFits(cs[i])
+			ok = ok && L.fastFits(cs[i]) && pts.Dim <= cellMaxDim
+			if (in.kernel == kCellP8) != ok {
+				t.Errorf("dim %d, assign %d: kernel %s, fits %v", pts.Dim, i, in.kernel, ok)
+			}
+			if ok {
+				used++
+			} else {
+				refused++
+			}
+		}
+	}
+	t.Logf("cell kernel: %d assignments, %d refused", used, refused)
+	if refused == 0 || used == 0 {
+		t.Error("the cell kernel took all or none of the assignments")
+	}
+}
+
 // TestIMAKernel: the integer tensor-core kernel (kq_ima_p8, forced) against
 // the CPU on unweighted pixels and weighted colours, k from 2 to 1000 (four
 // index chunks), with centroids at and beyond the corners of the points'

@@ -795,6 +795,203 @@ __device__ __forceinline__ void idp_body(const Params& p) {
 
 extern "C" __global__ void __launch_bounds__(256, 4) kq_idp_p8(const Params p) { idp_body<2>(p); }
 
+// ------------------------------------------- cell-pruned integer kernel
+//
+// The integer kernel's keys, for only the centroids that may be nearest to
+// some point of the point's cell. The grid box is cut into 32 cells per
+// axis (the high CELL_BITS bits of each point byte; dim ≤ 3). kq_cell_build lists
+// for each cell the centroids that the one nearest the cell's centre, z,
+// does not beat on the whole cell: c is dropped when score_c - score_z > 0
+// at every point of the cell, which, as the difference is linear in q~, is
+// its value at the one corner where it is least. The list (ascending, at
+// most CELL_CAP entries, else the cell is marked CELL_FULL and its points
+// search every centroid) thus holds every centroid whose key can be the
+// least at a point of the cell, so kq_cell_p8 finds the same key, label
+// and distance as kq_idp_p8 (ties to the lowest index among equal scores,
+// which all stay listed). Params as kq_idp_p8's, and cent = the cell
+// table: 32^dim counts (bytes), then CELL_CAP centroid indices (bytes) a
+// cell.
+
+#define CELL_BITS 5
+#define CELL_CAP 32
+#define CELL_FULL 255
+
+__device__ __forceinline__ int cell_of(u32 q) {
+    return (q >> 3 & 0x1f) | (q >> 6 & 0x3e0) | (q >> 9 & 0x7c00);
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_cell_build(const Params p) {
+    extern __shared__ uint4 smem4[];
+    int4* sc = (int4*)smem4;
+    const int k = p.k, dim = p.dim;
+    for (int i = threadIdx.x; i < k; i += blockDim.x) sc[i] = ((const int4*)p.frag)[i];
+    __syncthreads();
+    const int ncells = 1 << (CELL_BITS * dim);
+    const int cell = blockIdx.x * blockDim.x + threadIdx.x;
+    if (cell >= ncells) return;
+    // the cell's q~ range per axis, and twice its centre
+    constexpr int W = 1 << (8 - CELL_BITS);  // a cell's width in grid steps
+    int lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0}, mid2[4] = {0, 0, 0, 0};
+    for (int j = 0; j < dim; j++) {
+        const int cj = cell >> (CELL_BITS * j) & ((1 << CELL_BITS) - 1);
+        lo[j] = W * cj - 128, hi[j] = W * cj + W - 1 - 128, mid2[j] = lo[j] + hi[j];
+    }
+    auto coef = [&](const int4& m, int j) -> int {
+        const u32 w = j < 2 ? (u32)m.x : (u32)m.y;
+        return (int)(short)(j & 1 ? w >> 16 : w & 0xffff);
+    };
+    int z = 0;
+    long long best = 0x7fffffffffffffffLL;
+    for (int c = 0; c < k; c++) {
+        const int4 m = sc[c];
+        long long s2 = 2LL * m.z;
+        for (int j = 0; j < dim; j++) s2 += (long long)coef(m, j) * mid2[j];
+        if (s2 < best) best = s2, z = c;
+    }
+    const int4 mz = sc[z];
+    unsigned char* count = (unsigned char*)p.cent;
+    unsigned char* list = count + ncells + (size_t)cell * CELL_CAP;
+    int n = 0;
+    for (int c = 0; c < k; c++) {
+        const int4 m = sc[c];
+        long long least = (long long)m.z - mz.z;
+        for (int j = 0; j < dim; j++) {
+            const int d = coef(m, j) - coef(mz, j);
+            least += (long long)d * (d > 0 ? lo[j] : hi[j]);
+        }
+        if (least > 0) continue;  // z is nearer at every point of the cell
+        if (n == CELL_CAP) {
+            n = CELL_FULL;
+            break;
+        }
+        list[n++] = (unsigned char)c;
+    }
+    count[cell] = (unsigned char)n;
+}
+
+// A lane takes 4 points a step (one 16-byte load), each searching its
+// cell's list; the bookkeeping is kq_idp_p8's.
+__device__ __forceinline__ void cell_body(const Params& p) {
+    constexpr int NP = 4, TILE = 128;
+    extern __shared__ uint4 smem4[];
+    int4* sc = (int4*)smem4;
+    const int n = p.n, npad = p.npad, k = p.k, dim = p.dim;
+    const int kq = (k + 3) & ~3;
+    u32* sacc = (u32*)(sc + kq);
+    const int nslots = k * (1 + dim);
+    const int ncells = 1 << (CELL_BITS * dim);
+    const unsigned char* gcount = (const unsigned char*)p.cent;
+    const u32* lists = (const u32*)(gcount + ncells);
+    __shared__ u64 red[3 * 8];
+    for (int i = threadIdx.x; i < kq; i += blockDim.x) sc[i] = ((const int4*)p.frag)[i];
+    for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
+    __syncthreads();
+
+    const int flags = p.flags;
+    const bool acc32 = flags & F_ACC32, allMoved = flags & F_ALL_MOVED;
+    const u32* W = (const u32*)p.weights;
+    const u32 g2 = (u32)p.g2, xmask = p.sel[0];
+    const int M = (int)p.sel[1];
+    const int lane = threadIdx.x & 31;
+    const int warps = (gridDim.x * blockDim.x) >> 5;
+    const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    unsigned short* labels = (unsigned short*)p.labels;
+    u64 inertia = 0, movedw = 0;
+
+    for (int base = gw * TILE; base < n; base += warps * TILE) {
+        const int i0 = base + 4 * lane;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        uint2 oldp = make_uint2(0xffffffffu, 0xffffffffu);
+        if (i0 < npad) {
+            v = __ldg((const uint4*)p.pts + (i0 >> 2));
+            oldp = *(const uint2*)(labels + i0);
+        }
+        const u32 raw[NP] = {v.x, v.y, v.z, v.w};
+        u32 pw[NP];
+        int key[NP];
+#pragma unroll
+        for (int t = 0; t < NP; t++) {
+            pw[t] = raw[t] ^ xmask;
+            const int cell = cell_of(raw[t]);
+            const int cnt = __ldg(gcount + cell);
+            int best = 0x7fffffff;
+            if (cnt != CELL_FULL) {
+                const u32* L = lists + cell * (CELL_CAP / 4);
+                for (int u = 0; u < cnt; u += 4) {
+                    const u32 ids = __ldg(L + (u >> 2));
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        if (u + e < cnt) {
+                            const int4 m = sc[ids >> (8 * e) & 255];
+                            const int s = dp2hi(m.y, pw[t], dp2lo(m.x, pw[t], m.z));
+                            best = min(best, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
+                        }
+                    }
+                }
+            } else {
+                for (int c = 0; c < kq; c++) {
+                    const int4 m = sc[c];
+                    const int s = dp2hi(m.y, pw[t], dp2lo(m.x, pw[t], m.z));
+                    best = min(best, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
+                }
+            }
+            key[t] = best;
+        }
+        u32 lab[4], wt[4];
+        const u32 old[4] = {oldp.x & 0xffffu, oldp.x >> 16, oldp.y & 0xffffu, oldp.y >> 16};
+        uint4 w = make_uint4(1, 1, 1, 1);
+        if (W && i0 < npad) w = __ldg((const uint4*)(W + i0));
+        wt[0] = w.x, wt[1] = w.y, wt[2] = w.z, wt[3] = w.w;
+        bool changed = false;
+        const int nvalid = n - i0;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const bool valid = u < nvalid;
+            const u32 wu = valid ? wt[u] : 0u;
+            lab[u] = valid ? (u32)(key[u] & 255) : old[u];
+            const u32 d = (u32)((key[u] >> 8) + M) + g2 * (u32)dp4s(pw[u], pw[u], 0);
+            inertia += (u64)wu * d;
+            const bool mv = old[u] != lab[u];
+            if (allMoved || mv) movedw += wu;
+            changed |= mv;
+        }
+        if (changed) *(uint2*)(labels + i0) = make_uint2(lab[0] | lab[1] << 16, lab[2] | lab[3] << 16);
+        if (flags & F_NO_ACC) continue;
+        auto coords = [&](int t, int (&c)[4]) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const float f = __uint_as_float(__byte_perm(raw[t], 0x4B000000u, j | 0x7540));
+                c[j] = float_to_int(fmaf(f - 8388608.0f, p.g[j], p.off[j]));
+            }
+        };
+        if (flags & F_FRESH_ACC) {
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const bool valid = i0 + u < n;
+                int c[4];
+                coords(u, c);
+                add_fresh(sacc, acc32, flags, valid, valid ? lab[u] : 0xffffffffu, dim, wt[u], c);
+            }
+        } else if (changed) {
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                if (i0 + u >= n || old[u] == lab[u]) continue;
+                int c[4];
+                coords(u, c);
+                move_point(sacc, acc32, old[u], lab[u], dim, wt[u], c);
+            }
+        }
+    }
+    __syncthreads();
+    if (acc32)
+        flush32(sacc, nslots, (u64*)p.acc);
+    else
+        flush(sacc, nslots, (u64*)p.acc);
+    block_scalars(p, inertia, movedw, 0, red);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4) kq_cell_p8(const Params p) { cell_body(p); }
+
 // ------------------------------------------- integer tensor-core kernel
 //
 // The integer kernel's keys with the products on the tensor cores. For

@@ -73,6 +73,12 @@ func selfTestCases() []selfCase {
 			}
 			name := fmt.Sprintf("dim %d, %s", dim, map[bool]string{false: "colours", true: "wide"}[wide])
 			out = append(out, selfCase{name, pts, sets})
+			if dim == 3 && !wide {
+				// the same colours unweighted, as pixels: the
+				// cell-pruned kernel's case (cellAuto)
+				px := &kmeans.Points{Dim: dim, Coords: pts.Coords}
+				out = append(out, selfCase{"dim 3, pixels", px, sets})
+			}
 		}
 	}
 	return out

@@ -90,8 +90,8 @@ type session struct {
 	label32 bool
 	capK    int // clusters the device buffers have room for
 
-	dPts, dI32, dW, dLabels, dUp, dAcc, dProf uint64
-	upBytes, accBytes, profBytes              int
+	dPts, dI32, dW, dLabels, dUp, dAcc, dProf, dCells uint64
+	upBytes, accBytes, profBytes, cellBytes           int
 
 	algo   kmeans.Algorithm // as asked (Auto: the hybrid chooses cur)
 	cur    kmeans.Algorithm // the algorithm of the next pass: GEMM, Lloyd, WuHong or Bounds
@@ -207,7 +207,7 @@ func (s *session) release() {
 		s.batch.release(s.b)
 	}
 	b := s.b
-	for _, p := range []*uint64{&s.dPts, &s.dI32, &s.dW, &s.dLabels, &s.dUp, &s.dAcc, &s.dProf} {
+	for _, p := range []*uint64{&s.dPts, &s.dI32, &s.dW, &s.dLabels, &s.dUp, &s.dAcc, &s.dProf, &s.dCells} {
 		b.free(*p)
 		*p = 0
 	}
@@ -438,10 +438,11 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		if s.force != "" {
 			kernel = s.force // a batch's (LloydSteps), whose tables the device makes
 		} else {
-			if b.imaErr == nil && imaSmem <= b.smem && (s.variant == "ima" || s.variant == "" && k >= imaAutoMin && k <= idpK) {
+			cellAuto := s.variant == "" && s.cellAuto(k)
+			if b.imaErr == nil && imaSmem <= b.smem && !cellAuto && (s.variant == "ima" || s.variant == "" && k >= imaAutoMin && k <= idpK) {
 				imaM, ima = L.imaFits(centroids)
 			}
-			if !ima && (s.variant == "idp" || s.variant == "" && k <= idpK) {
+			if !ima && (s.variant == "idp" || s.variant == "cell" || s.variant == "" && k <= idpK) {
 				idpM, idp = L.idpFits(centroids)
 			}
 			kernel = s.fastKernel(k, idp, ima)
@@ -469,6 +470,16 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 			// the table takes the place of the fragments (16·kq ≤ 16·kpad)
 			L.idpTable(centroids, idpM, unsafe.Slice((*int32)(unsafe.Pointer(&s.up[upHeader])), 4*kq))
 			L.idpParams(&p, idpM)
+		case kCellP8:
+			kq := (k + 3) &^ 3
+			perIter = 256 * 4
+			smem = 16*kq + 8*slots
+			L.idpTable(centroids, idpM, unsafe.Slice((*int32)(unsafe.Pointer(&s.up[upHeader])), 4*kq))
+			L.idpParams(&p, idpM)
+			if err := b.grow(&s.dCells, &s.cellBytes, cellCount(dim)*(1+cellCap)); err != nil {
+				return err
+			}
+			p.Cent = s.dCells
 		case kIMAP8:
 			// 64 points per warp and step; the table takes the place of
 			// the fragments and centroids
@@ -533,7 +544,14 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 	}
 	kp := new(kparams)
 	*kp = p
-	err := b.launch(kernel, grid, 256, smem, unsafe.Pointer(kp))
+	var err error
+	if kernel == kCellP8 {
+		// the cells' candidate lists first, from the table just uploaded
+		err = b.launch(kCellBuild, (cellCount(dim)+255)/256, 256, 16*k, unsafe.Pointer(kp))
+	}
+	if err == nil {
+		err = b.launch(kernel, grid, 256, smem, unsafe.Pointer(kp))
+	}
 	runtime.KeepAlive(kp)
 	s.pass = passLaunch{kernel: kernel, grid: grid, smem: smem, p: p}
 	if err != nil {
@@ -611,11 +629,42 @@ const idpK = idpMaxK
 // (bench/cuda/NOTES.md, round 3).
 const imaAutoMin = 129
 
-// fastKernel picks the exact fast kernel for k centroids: the integer
-// tensor-core one when ima (imaFits, on a device that passed selfTestIMA)
-// allows it and imaAutoMin ≤ k ≤ idpK, else the integer one when idp
+// The cell-pruned integer kernel (kq_cell_p8) cuts the grid box into
+// 2^cellBits cells per axis, in at most cellMaxDim dimensions, and keeps
+// for each the indices of at most cellCap centroids (kernels.cu:
+// CELL_BITS, CELL_CAP).
+const (
+	cellMaxDim = 3
+	cellBits   = 5
+	cellCap    = 32
+)
+
+// cellCount is the number of cells in dim dimensions.
+func cellCount(dim int) int { return 1 << (cellBits * dim) }
+
+// cellAutoMin is the least k for which Assign picks the cell-pruned
+// kernel, for unweighted points (pixels) in at most cellMaxDim dimensions.
+// On an H100, on the 14.7 M pixels of altai-5120.png (kernel ms, one
+// steady pass; bench/cuda/NOTES.md, round 6): k = 64 0.134 against the
+// integer kernel's 0.182, k = 256 0.264 against 0.612 (the integer
+// tensor-core kernel's 0.60), but k = 16 0.094 against 0.075. Weighted
+// (deduplicated) colours keep the integer kernels: sorted, the colours of
+// a warp fall in many cells, whose lists the warp walks in turn (940 574
+// colours, k = 256: 0.134 against 0.057).
+const cellAutoMin = 64
+
+// cellAuto reports whether Assign picks the cell-pruned kernel for k
+// centroids, where the integer kernel's table is exact for them.
+func (s *session) cellAuto(k int) bool {
+	return k >= cellAutoMin && k <= idpK && s.L.dim <= cellMaxDim && s.pts.Weights == nil
+}
+
+// fastKernel picks the exact fast kernel for k centroids: the cell-pruned
+// integer one for unweighted points when idp allows it (cellAuto), else the
+// integer tensor-core one when ima (imaFits, on a device that passed
+// selfTestIMA) allows it and imaAutoMin ≤ k ≤ idpK, else the integer one when idp
 // (idpFits) allows it and k ≤ idpK, else the scalar one for few centroids,
-// else the tensor-core one. KQUANT_CUDA_KERNEL (ima, idp, small, m2 or m4)
+// else the tensor-core one. KQUANT_CUDA_KERNEL (ima, idp, cell, small, m2 or m4)
 // forces a variant for benchmarks and tests.
 func (s *session) fastKernel(k int, idp, ima bool) string {
 	p8 := s.L.fmt == fmtP8
@@ -635,6 +684,10 @@ func (s *session) fastKernel(k int, idp, ima bool) string {
 		if idp {
 			return kIDPP8
 		}
+	case "cell":
+		if idp && s.L.dim <= cellMaxDim {
+			return kCellP8
+		}
 	case "small":
 		if small {
 			return pick(kSmallP8, kSmallP16)
@@ -643,6 +696,9 @@ func (s *session) fastKernel(k int, idp, ima bool) string {
 		return pick(kFastP8M2, kFastP16M2)
 	case "m4":
 		return pick(kFastP8M4, kFastP16M4)
+	}
+	if idp && s.variant == "" && s.cellAuto(k) {
+		return kCellP8
 	}
 	if ima && k >= imaAutoMin && k <= idpK && s.variant == "" {
 		return kIMAP8
