@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -612,4 +613,29 @@ func BenchmarkHostTables(b *testing.B) {
 			L.fragments(cent, kpad, frag)
 		}
 	})
+}
+
+// TestCellConstants: the cell-pruned kernel's table sizes agree between
+// kernels.cu and the session that allocates the table.
+func TestCellConstants(t *testing.T) {
+	src, err := os.ReadFile("kernels.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"CELL_BITS": cellBits, "CELL_CAP": cellCap} {
+		var got int
+		found := false
+		for _, line := range strings.Split(string(src), "\n") {
+			if _, err := fmt.Sscanf(line, "#define "+name+" %d", &got); err == nil {
+				found = true
+				break
+			}
+		}
+		if !found || got != want {
+			t.Errorf("kernels.cu: %s = %d (found %v), Go: %d", name, got, found, want)
+		}
+	}
+	if cellCount(3)%4 != 0 {
+		t.Errorf("%d cells: the lists after the counts must stay 4-byte aligned", cellCount(3))
+	}
 }

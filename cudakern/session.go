@@ -646,11 +646,11 @@ func cellCount(dim int) int { return 1 << (cellBits * dim) }
 // kernel, for unweighted points (pixels) in at most cellMaxDim dimensions.
 // On an H100, on the 14.7 M pixels of altai-5120.png (kernel ms, one
 // steady pass; bench/cuda/NOTES.md, round 6): k = 64 0.134 against the
-// integer kernel's 0.182, k = 256 0.264 against 0.612 (the integer
-// tensor-core kernel's 0.60), but k = 16 0.094 against 0.075. Weighted
+// integer kernel's 0.178, k = 256 0.261 against 0.611 (the integer
+// tensor-core kernel's 0.607), but k = 16 0.092 against 0.072. Weighted
 // (deduplicated) colours keep the integer kernels: sorted, the colours of
 // a warp fall in many cells, whose lists the warp walks in turn (940 574
-// colours, k = 256: 0.134 against 0.057).
+// colours, k = 256: 0.134 against 0.053).
 const cellAutoMin = 64
 
 // cellAuto reports whether Assign picks the cell-pruned kernel for k
