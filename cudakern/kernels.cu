@@ -672,129 +672,6 @@ __device__ __forceinline__ int dp4s(u32 a, u32 b, int c) {
     return d;
 }
 
-// QN quads of points per lane: a warp takes 128·QN points a step.
-template <int QN>
-__device__ __forceinline__ void idp_body(const Params& p) {
-    constexpr int NP = 4 * QN, TILE = 128 * QN;
-    extern __shared__ uint4 smem4[];
-    int4* sc = (int4*)smem4;
-    const int n = p.n, npad = p.npad, k = p.k, dim = p.dim;
-    const int kq = (k + 3) & ~3;
-    u32* sacc = (u32*)(sc + kq);
-    const int nslots = k * (1 + dim);
-    __shared__ u64 red[3 * 8];
-    for (int i = threadIdx.x; i < kq; i += blockDim.x) sc[i] = ((const int4*)p.frag)[i];
-    for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
-    __syncthreads();
-
-    const int flags = p.flags;
-    const bool acc32 = flags & F_ACC32, allMoved = flags & F_ALL_MOVED;
-    const u32* W = (const u32*)p.weights;
-    const u32 g2 = (u32)p.g2, xmask = p.sel[0];
-    const int M = (int)p.sel[1];
-    const int lane = threadIdx.x & 31;
-    const int warps = (gridDim.x * blockDim.x) >> 5;
-    const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    unsigned short* labels = (unsigned short*)p.labels;
-    u64 inertia = 0, movedw = 0;
-
-    for (int base = gw * TILE; base < n; base += warps * TILE) {
-        u32 pw[NP];
-        uint2 oldp[QN];  // old labels, packed
-#pragma unroll
-        for (int h = 0; h < QN; h++) {
-            const int i0 = base + 128 * h + 4 * lane;
-            uint4 v = make_uint4(0, 0, 0, 0);
-            oldp[h] = make_uint2(0xffffffffu, 0xffffffffu);
-            if (i0 < npad) {
-                v = __ldg((const uint4*)p.pts + (i0 >> 2));
-                oldp[h] = *(const uint2*)(labels + i0);
-            }
-            pw[4 * h + 0] = v.x ^ xmask, pw[4 * h + 1] = v.y ^ xmask;
-            pw[4 * h + 2] = v.z ^ xmask, pw[4 * h + 3] = v.w ^ xmask;
-        }
-        int key[NP];
-#pragma unroll
-        for (int t = 0; t < NP; t++) key[t] = 0x7fffffff;
-#pragma unroll 4
-        for (int c = 0; c < kq; c++) {
-            const int4 m = sc[c];
-#pragma unroll
-            for (int t = 0; t < NP; t++) {
-                const int s = dp2hi(m.y, pw[t], dp2lo(m.x, pw[t], m.z));
-                key[t] = min(key[t], (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
-            }
-        }
-#pragma unroll
-        for (int h = 0; h < QN; h++) {
-            const int i0 = base + 128 * h + 4 * lane;
-            u32 lab[4], wt[4];
-            const u32 old[4] = {oldp[h].x & 0xffffu, oldp[h].x >> 16, oldp[h].y & 0xffffu, oldp[h].y >> 16};
-            uint4 w = make_uint4(1, 1, 1, 1);
-            if (W && i0 < npad) w = __ldg((const uint4*)(W + i0));
-            wt[0] = w.x, wt[1] = w.y, wt[2] = w.z, wt[3] = w.w;
-            bool changed = false;
-            const int nvalid = n - i0;  // points u < nvalid of this quad exist
-            // labels, distance and moved weight; FULL: all four points exist
-            auto book = [&](auto full) {
-                constexpr bool FULL = decltype(full)::value;
-#pragma unroll
-                for (int u = 0; u < 4; u++) {
-                    const int t = 4 * h + u;
-                    const bool valid = FULL || u < nvalid;
-                    const u32 w = valid ? wt[u] : 0u;
-                    lab[u] = valid ? (u32)(key[t] & 255) : old[u];
-                    const u32 d = (u32)((key[t] >> 8) + M) + g2 * (u32)dp4s(pw[t], pw[t], 0);
-                    inertia += (u64)w * d;
-                    const bool mv = old[u] != lab[u];
-                    if (allMoved || mv) movedw += w;
-                    changed |= mv;
-                }
-            };
-            if (nvalid >= 4)
-                book(std::integral_constant<bool, true>());
-            else
-                book(std::integral_constant<bool, false>());
-            if (changed) *(uint2*)(labels + i0) = make_uint2(lab[0] | lab[1] << 16, lab[2] | lab[3] << 16);
-            if (flags & F_NO_ACC) continue;
-            // centred coordinates of point t, only for the points that add
-            auto coords = [&](int t, int (&v)[4]) {
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const float f = __uint_as_float(__byte_perm(pw[t] ^ xmask, 0x4B000000u, j | 0x7540));
-                    v[j] = float_to_int(fmaf(f - 8388608.0f, p.g[j], p.off[j]));
-                }
-            };
-            if (flags & F_FRESH_ACC) {
-#pragma unroll
-                for (int u = 0; u < 4; u++) {
-                    const bool valid = i0 + u < n;
-                    int v[4];
-                    coords(4 * h + u, v);
-                    add_fresh(sacc, acc32, flags, valid, valid ? lab[u] : 0xffffffffu, dim, wt[u], v);
-                }
-            } else if (changed) {
-                // a moved point leaves its old cluster and joins the new one
-#pragma unroll
-                for (int u = 0; u < 4; u++) {
-                    if (i0 + u >= n || old[u] == lab[u]) continue;
-                    int v[4];
-                    coords(4 * h + u, v);
-                    move_point(sacc, acc32, old[u], lab[u], dim, wt[u], v);
-                }
-            }
-        }
-    }
-    __syncthreads();
-    if (acc32)
-        flush32(sacc, nslots, (u64*)p.acc);
-    else
-        flush(sacc, nslots, (u64*)p.acc);
-    block_scalars(p, inertia, movedw, 0, red);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 4) kq_idp_p8(const Params p) { idp_body<2>(p); }
-
 // ------------------------------------------- cell-pruned integer kernel
 //
 // The integer kernel's keys, for only the centroids that may be nearest to
@@ -869,19 +746,49 @@ extern "C" __global__ void __launch_bounds__(256) kq_cell_build(const Params p) 
     count[cell] = (unsigned char)n;
 }
 
-// A lane takes 4 points a step (one 16-byte load), each searching its
-// cell's list; the bookkeeping is kq_idp_p8's.
-__device__ __forceinline__ void cell_body(const Params& p) {
-    constexpr int NP = 4, TILE = 128;
+// cell_key returns the least key of the point whose centred word is pw
+// and raw word q among its cell's list in the table p.cent (every centroid
+// of sc where the cell is full).
+__device__ __forceinline__ int cell_key(const Params& p, const int4* sc, int kq, u32 pw, u32 q) {
+    const unsigned char* count = (const unsigned char*)p.cent;
+    const u32* lists = (const u32*)(count + (1 << (CELL_BITS * p.dim)));
+    const int cell = cell_of(q);
+    const int cnt = __ldg(count + cell);
+    int best = 0x7fffffff;
+    if (cnt != CELL_FULL) {
+        const u32* L = lists + cell * (CELL_CAP / 4);
+        for (int u = 0; u < cnt; u += 4) {
+            const u32 ids = __ldg(L + (u >> 2));
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                if (u + e < cnt) {
+                    const int4 m = sc[ids >> (8 * e) & 255];
+                    const int s = dp2hi(m.y, pw, dp2lo(m.x, pw, m.z));
+                    best = min(best, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
+                }
+            }
+        }
+        return best;
+    }
+    for (int c = 0; c < kq; c++) {
+        const int4 m = sc[c];
+        const int s = dp2hi(m.y, pw, dp2lo(m.x, pw, m.z));
+        best = min(best, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
+    }
+    return best;
+}
+
+// QN quads of points per lane: a warp takes 128·QN points a step. CELL:
+// each point searches only its cell's list (kq_cell_p8, below).
+template <int QN, bool CELL>
+__device__ __forceinline__ void idp_body(const Params& p) {
+    constexpr int NP = 4 * QN, TILE = 128 * QN;
     extern __shared__ uint4 smem4[];
     int4* sc = (int4*)smem4;
     const int n = p.n, npad = p.npad, k = p.k, dim = p.dim;
     const int kq = (k + 3) & ~3;
     u32* sacc = (u32*)(sc + kq);
     const int nslots = k * (1 + dim);
-    const int ncells = 1 << (CELL_BITS * dim);
-    const unsigned char* gcount = (const unsigned char*)p.cent;
-    const u32* lists = (const u32*)(gcount + ncells);
     __shared__ u64 red[3 * 8];
     for (int i = threadIdx.x; i < kq; i += blockDim.x) sc[i] = ((const int4*)p.frag)[i];
     for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
@@ -899,86 +806,94 @@ __device__ __forceinline__ void cell_body(const Params& p) {
     u64 inertia = 0, movedw = 0;
 
     for (int base = gw * TILE; base < n; base += warps * TILE) {
-        const int i0 = base + 4 * lane;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        uint2 oldp = make_uint2(0xffffffffu, 0xffffffffu);
-        if (i0 < npad) {
-            v = __ldg((const uint4*)p.pts + (i0 >> 2));
-            oldp = *(const uint2*)(labels + i0);
-        }
-        const u32 raw[NP] = {v.x, v.y, v.z, v.w};
         u32 pw[NP];
+        uint2 oldp[QN];  // old labels, packed
+#pragma unroll
+        for (int h = 0; h < QN; h++) {
+            const int i0 = base + 128 * h + 4 * lane;
+            uint4 v = make_uint4(0, 0, 0, 0);
+            oldp[h] = make_uint2(0xffffffffu, 0xffffffffu);
+            if (i0 < npad) {
+                v = __ldg((const uint4*)p.pts + (i0 >> 2));
+                oldp[h] = *(const uint2*)(labels + i0);
+            }
+            pw[4 * h + 0] = v.x ^ xmask, pw[4 * h + 1] = v.y ^ xmask;
+            pw[4 * h + 2] = v.z ^ xmask, pw[4 * h + 3] = v.w ^ xmask;
+        }
         int key[NP];
 #pragma unroll
-        for (int t = 0; t < NP; t++) {
-            pw[t] = raw[t] ^ xmask;
-            const int cell = cell_of(raw[t]);
-            const int cnt = __ldg(gcount + cell);
-            int best = 0x7fffffff;
-            if (cnt != CELL_FULL) {
-                const u32* L = lists + cell * (CELL_CAP / 4);
-                for (int u = 0; u < cnt; u += 4) {
-                    const u32 ids = __ldg(L + (u >> 2));
+        for (int t = 0; t < NP; t++) key[t] = 0x7fffffff;
+        if constexpr (CELL) {
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        if (u + e < cnt) {
-                            const int4 m = sc[ids >> (8 * e) & 255];
-                            const int s = dp2hi(m.y, pw[t], dp2lo(m.x, pw[t], m.z));
-                            best = min(best, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
-                        }
-                    }
-                }
-            } else {
-                for (int c = 0; c < kq; c++) {
-                    const int4 m = sc[c];
+            for (int t = 0; t < NP; t++) key[t] = cell_key(p, sc, kq, pw[t], pw[t] ^ xmask);
+        } else {
+#pragma unroll 4
+            for (int c = 0; c < kq; c++) {
+                const int4 m = sc[c];
+#pragma unroll
+                for (int t = 0; t < NP; t++) {
                     const int s = dp2hi(m.y, pw[t], dp2lo(m.x, pw[t], m.z));
-                    best = min(best, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
+                    key[t] = min(key[t], (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
                 }
             }
-            key[t] = best;
         }
-        u32 lab[4], wt[4];
-        const u32 old[4] = {oldp.x & 0xffffu, oldp.x >> 16, oldp.y & 0xffffu, oldp.y >> 16};
-        uint4 w = make_uint4(1, 1, 1, 1);
-        if (W && i0 < npad) w = __ldg((const uint4*)(W + i0));
-        wt[0] = w.x, wt[1] = w.y, wt[2] = w.z, wt[3] = w.w;
-        bool changed = false;
-        const int nvalid = n - i0;
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const bool valid = u < nvalid;
-            const u32 wu = valid ? wt[u] : 0u;
-            lab[u] = valid ? (u32)(key[u] & 255) : old[u];
-            const u32 d = (u32)((key[u] >> 8) + M) + g2 * (u32)dp4s(pw[u], pw[u], 0);
-            inertia += (u64)wu * d;
-            const bool mv = old[u] != lab[u];
-            if (allMoved || mv) movedw += wu;
-            changed |= mv;
-        }
-        if (changed) *(uint2*)(labels + i0) = make_uint2(lab[0] | lab[1] << 16, lab[2] | lab[3] << 16);
-        if (flags & F_NO_ACC) continue;
-        auto coords = [&](int t, int (&c)[4]) {
+        for (int h = 0; h < QN; h++) {
+            const int i0 = base + 128 * h + 4 * lane;
+            u32 lab[4], wt[4];
+            const u32 old[4] = {oldp[h].x & 0xffffu, oldp[h].x >> 16, oldp[h].y & 0xffffu, oldp[h].y >> 16};
+            uint4 w = make_uint4(1, 1, 1, 1);
+            if (W && i0 < npad) w = __ldg((const uint4*)(W + i0));
+            wt[0] = w.x, wt[1] = w.y, wt[2] = w.z, wt[3] = w.w;
+            bool changed = false;
+            const int nvalid = n - i0;  // points u < nvalid of this quad exist
+            // labels, distance and moved weight; FULL: all four points exist
+            auto book = [&](auto full) {
+                constexpr bool FULL = decltype(full)::value;
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const float f = __uint_as_float(__byte_perm(raw[t], 0x4B000000u, j | 0x7540));
-                c[j] = float_to_int(fmaf(f - 8388608.0f, p.g[j], p.off[j]));
-            }
-        };
-        if (flags & F_FRESH_ACC) {
+                for (int u = 0; u < 4; u++) {
+                    const int t = 4 * h + u;
+                    const bool valid = FULL || u < nvalid;
+                    const u32 w = valid ? wt[u] : 0u;
+                    lab[u] = valid ? (u32)(key[t] & 255) : old[u];
+                    const u32 d = (u32)((key[t] >> 8) + M) + g2 * (u32)dp4s(pw[t], pw[t], 0);
+                    inertia += (u64)w * d;
+                    const bool mv = old[u] != lab[u];
+                    if (allMoved || mv) movedw += w;
+                    changed |= mv;
+                }
+            };
+            if (nvalid >= 4)
+                book(std::integral_constant<bool, true>());
+            else
+                book(std::integral_constant<bool, false>());
+            if (changed) *(uint2*)(labels + i0) = make_uint2(lab[0] | lab[1] << 16, lab[2] | lab[3] << 16);
+            if (flags & F_NO_ACC) continue;
+            // centred coordinates of point t, only for the points that add
+            auto coords = [&](int t, int (&v)[4]) {
 #pragma unroll
-            for (int u = 0; u < 4; u++) {
-                const bool valid = i0 + u < n;
-                int c[4];
-                coords(u, c);
-                add_fresh(sacc, acc32, flags, valid, valid ? lab[u] : 0xffffffffu, dim, wt[u], c);
-            }
-        } else if (changed) {
+                for (int j = 0; j < 4; j++) {
+                    const float f = __uint_as_float(__byte_perm(pw[t] ^ xmask, 0x4B000000u, j | 0x7540));
+                    v[j] = float_to_int(fmaf(f - 8388608.0f, p.g[j], p.off[j]));
+                }
+            };
+            if (flags & F_FRESH_ACC) {
 #pragma unroll
-            for (int u = 0; u < 4; u++) {
-                if (i0 + u >= n || old[u] == lab[u]) continue;
-                int c[4];
-                coords(u, c);
-                move_point(sacc, acc32, old[u], lab[u], dim, wt[u], c);
+                for (int u = 0; u < 4; u++) {
+                    const bool valid = i0 + u < n;
+                    int v[4];
+                    coords(4 * h + u, v);
+                    add_fresh(sacc, acc32, flags, valid, valid ? lab[u] : 0xffffffffu, dim, wt[u], v);
+                }
+            } else if (changed) {
+                // a moved point leaves its old cluster and joins the new one
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    if (i0 + u >= n || old[u] == lab[u]) continue;
+                    int v[4];
+                    coords(4 * h + u, v);
+                    move_point(sacc, acc32, old[u], lab[u], dim, wt[u], v);
+                }
             }
         }
     }
@@ -990,7 +905,12 @@ __device__ __forceinline__ void cell_body(const Params& p) {
     block_scalars(p, inertia, movedw, 0, red);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) kq_cell_p8(const Params p) { cell_body(p); }
+extern "C" __global__ void __launch_bounds__(256, 4) kq_idp_p8(const Params p) { idp_body<2, false>(p); }
+
+// A lane takes 4 points a step (one 16-byte load), each searching its
+// cell's list; the bookkeeping is kq_idp_p8's.
+extern "C" __global__ void __launch_bounds__(256, 4) kq_cell_p8(const Params p) { idp_body<1, true>(p); }
+
 
 // ------------------------------------------- integer tensor-core kernel
 //
