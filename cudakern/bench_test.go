@@ -108,9 +108,9 @@ func BenchmarkAssignPixels(b *testing.B) {
 		{"auto", []int{16, 64, 256, 1024}, []string{"steady", "fresh"}},
 		{"ima", []int{16, 64, 128, 256, 1024}, []string{"steady"}},
 		{"idp", []int{16, 32, 64, 128, 256}, []string{"steady"}},
-		{"cell", []int{16, 64, 128, 256}, []string{"steady", "fresh"}},
+		{"cell", []int{16, 64, 128, 256, 512, 1024}, []string{"steady", "fresh"}},
 		{"small", []int{16, 32}, []string{"steady"}},
-		{"m4", []int{16, 64, 128, 256, 1024}, []string{"steady"}},
+		{"m4", []int{16, 64, 128, 256, 512, 1024}, []string{"steady"}},
 		{"m2", []int{256, 1024}, []string{"steady"}},
 	}
 	if variants() == 1 {

@@ -95,33 +95,35 @@ func describe(a *driverAPI, ordinal int) (Device, error) {
 
 // kernel names in kernels.cu.
 const (
-	kFastP8M2  = "kq_fast_p8_m2"
-	kFastP8M4  = "kq_fast_p8_m4"
-	kFastP16M2 = "kq_fast_p16_m2"
-	kFastP16M4 = "kq_fast_p16_m4"
-	kSmallP8   = "kq_small_p8"
-	kSmallP16  = "kq_small_p16"
-	kIDPP8     = "kq_idp_p8"
-	kIMAP8     = "kq_ima_p8"
-	kCellP8    = "kq_cell_p8"
-	kCellBuild = "kq_cell_build"
-	kGenF32    = "kq_generic_f32"
-	kGenI64    = "kq_generic_i64"
-	kProfile   = "kq_profile"
-	kDDHist    = "kq_dd_hist"
-	kDDScan1   = "kq_dd_scan1"
-	kDDScan2   = "kq_dd_scan2"
-	kDDScan3   = "kq_dd_scan3"
-	kDDIndex   = "kq_dd_index"
-	kRemap     = "kq_remap"
-	kPPStart   = "kq_pp_start"
-	kPPScan    = "kq_pp_scan"
-	kPPSample  = "kq_pp_sample"
-	kPPGains   = "kq_pp_gains"
-	kPPAdd     = "kq_pp_add"
-	kPPNext    = "kq_pp_next"
-	kPCGDraws  = "kq_pcg_draws"
-	kLloydNext = "kq_lloyd_next"
+	kFastP8M2    = "kq_fast_p8_m2"
+	kFastP8M4    = "kq_fast_p8_m4"
+	kFastP16M2   = "kq_fast_p16_m2"
+	kFastP16M4   = "kq_fast_p16_m4"
+	kSmallP8     = "kq_small_p8"
+	kSmallP16    = "kq_small_p16"
+	kIDPP8       = "kq_idp_p8"
+	kIMAP8       = "kq_ima_p8"
+	kCellP8      = "kq_cell_p8"
+	kCellBuild   = "kq_cell_build"
+	kCell16P8    = "kq_cell16_p8"
+	kCellBuild16 = "kq_cell_build16"
+	kGenF32      = "kq_generic_f32"
+	kGenI64      = "kq_generic_i64"
+	kProfile     = "kq_profile"
+	kDDHist      = "kq_dd_hist"
+	kDDScan1     = "kq_dd_scan1"
+	kDDScan2     = "kq_dd_scan2"
+	kDDScan3     = "kq_dd_scan3"
+	kDDIndex     = "kq_dd_index"
+	kRemap       = "kq_remap"
+	kPPStart     = "kq_pp_start"
+	kPPScan      = "kq_pp_scan"
+	kPPSample    = "kq_pp_sample"
+	kPPGains     = "kq_pp_gains"
+	kPPAdd       = "kq_pp_add"
+	kPPNext      = "kq_pp_next"
+	kPCGDraws    = "kq_pcg_draws"
+	kLloydNext   = "kq_lloyd_next"
 
 	kWuF32D4     = "kq_wuhong_f32_d4"
 	kWuF32D32    = "kq_wuhong_f32_d32"
@@ -151,10 +153,10 @@ var prunedKernels = []string{kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4,
 
 // assignKernels take their shared memory dynamically.
 var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
-	kIMAP8, kCellP8, kGenF32, kGenI64}
+	kIMAP8, kCellP8, kCell16P8, kGenF32, kGenI64}
 
 var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
-	kIMAP8, kCellP8, kCellBuild, kGenF32, kGenI64, kProfile,
+	kIMAP8, kCellP8, kCellBuild, kCell16P8, kCellBuild16, kGenF32, kGenI64, kProfile,
 	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPCGDraws, kLloydNext,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather}

@@ -402,49 +402,63 @@ func TestIntegerKernel(t *testing.T) {
 	}
 }
 
-// TestCellKernel: the cell-pruned integer kernel (kq_cell_p8, forced)
-// against the CPU, on the integer kernel's point sets and centroids, and
-// on centroids crowded into a few cells (whose lists overflow, so that
-// their points search every centroid); 1, 2 and 3 dimensions take it, 4 and
-// whatever idpFits refuses another kernel.
+// TestCellKernel: the cell-pruned integer kernels (kq_cell_p8 up to 256
+// centroids, kq_cell16_p8 above; forced) against the CPU, on the integer
+// kernel's point sets, up to 1000 centroids, and on centroids crowded into
+// a few cells (whose lists overflow, so that their points search every
+// centroid); 1, 2 and 3 dimensions take them, 4 and whatever their fits
+// refuse another kernel.
 func TestCellKernel(t *testing.T) {
 	b := gpu(t)
 	t.Setenv("KQUANT_CUDA_KERNEL", "cell")
 	rng := rand.New(rand.NewPCG(41, 42))
 	sets := kernelPointSets(t, rng, 4, 200)
-	var used, refused int
+	used := map[string]int{}
+	refused := 0
 	for _, pts := range sets {
 		L := planLayout(pts)
-		cs := centroidSets(rng, pts, 2, 16, 64, 100, idpMaxK)
+		cs := centroidSets(rng, pts, 2, 16, 64, 100, idpMaxK, 300, 1000)
 		cs = append(cs, boxCorners(pts, 0, 40, 150)...)
-		for _, spread := range []int{12, 40, 300} {
-			// k = 256 around one point: a few cells list most of them
-			x := pts.At(rng.IntN(pts.Len()))
-			crowd := make([]int32, 0, idpMaxK*pts.Dim)
-			for range idpMaxK {
-				for j := range pts.Dim {
-					crowd = append(crowd, x[j]+int32(rng.IntN(2*spread+1)-spread))
+		for _, k := range []int{idpMaxK, cellWideMaxK} {
+			for _, spread := range []int{12, 40, 300} {
+				// k centroids around one point: a few cells list most of them
+				x := pts.At(rng.IntN(pts.Len()))
+				crowd := make([]int32, 0, k*pts.Dim)
+				for range k {
+					for j := range pts.Dim {
+						crowd = append(crowd, x[j]+int32(rng.IntN(2*spread+1)-spread))
+					}
 				}
+				cs = append(cs, crowd)
 			}
-			cs = append(cs, crowd)
 		}
-		infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 300}, cs)
+		infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: cellWideMaxK}, cs)
 		for i, in := range infos {
-			_, ok := L.idpFits(cs[i])
-			ok = ok && L.fastFits(cs[i]) && pts.Dim <= cellMaxDim
-			if (in.kernel == kCellP8) != ok {
-				t.Errorf("dim %d, assign %d: kernel %s, fits %v", pts.Dim, i, in.kernel, ok)
+			k := len(cs[i]) / pts.Dim
+			fast := L.fastFits(cs[i]) && pts.Dim <= cellMaxDim
+			_, idp := L.idpFits(cs[i])
+			idp = idp && k <= idpMaxK
+			_, wide := L.cellWideFits(cs[i])
+			want := ""
+			switch {
+			case fast && idp:
+				want = kCellP8
+			case fast && wide:
+				want = kCell16P8
 			}
-			if ok {
-				used++
+			if (in.kernel == kCellP8 || in.kernel == kCell16P8 || want != "") && in.kernel != want {
+				t.Errorf("dim %d, assign %d (k = %d): kernel %s, want %q", pts.Dim, i, k, in.kernel, want)
+			}
+			if want != "" {
+				used[want]++
 			} else {
 				refused++
 			}
 		}
 	}
-	t.Logf("cell kernel: %d assignments, %d refused", used, refused)
-	if refused == 0 || used == 0 {
-		t.Error("the cell kernel took all or none of the assignments")
+	t.Logf("cell kernels: %v assignments, %d refused", used, refused)
+	if refused == 0 || used[kCellP8] == 0 || used[kCell16P8] == 0 {
+		t.Error("the cell kernels took all or none of the assignments")
 	}
 }
 

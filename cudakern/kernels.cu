@@ -687,17 +687,22 @@ __device__ __forceinline__ int dp4s(u32 a, u32 b, int c) {
 // and distance as kq_idp_p8 (ties to the lowest index among equal scores,
 // which all stay listed). Params as kq_idp_p8's, and cent = the cell
 // table: 32^dim counts (bytes), then CELL_CAP centroid indices (bytes) a
-// cell.
+// cell. kq_cell_build16 and kq_cell16_p8 do the same for up to 65535
+// centroids (CELL_CAP16 16-bit indices a cell; the host's cellWideFits
+// only asks that the scores fit an int32, not the packed key).
 
 #define CELL_BITS 5
 #define CELL_CAP 32
+#define CELL_CAP16 64
 #define CELL_FULL 255
 
 __device__ __forceinline__ int cell_of(u32 q) {
     return (q >> 3 & 0x1f) | (q >> 6 & 0x3e0) | (q >> 9 & 0x7c00);
 }
 
-extern "C" __global__ void __launch_bounds__(256) kq_cell_build(const Params p) {
+// cell_build is kq_cell_build (WIDE: kq_cell_build16, 16-bit indices).
+template <bool WIDE>
+__device__ __forceinline__ void cell_build(const Params& p) {
     extern __shared__ uint4 smem4[];
     int4* sc = (int4*)smem4;
     const int k = p.k, dim = p.dim;
@@ -726,8 +731,9 @@ extern "C" __global__ void __launch_bounds__(256) kq_cell_build(const Params p) 
         if (s2 < best) best = s2, z = c;
     }
     const int4 mz = sc[z];
+    constexpr int cap = WIDE ? CELL_CAP16 : CELL_CAP;
     unsigned char* count = (unsigned char*)p.cent;
-    unsigned char* list = count + ncells + (size_t)cell * CELL_CAP;
+    unsigned char* list = count + ncells + (size_t)cell * cap * (WIDE ? 2 : 1);
     int n = 0;
     for (int c = 0; c < k; c++) {
         const int4 m = sc[c];
@@ -737,14 +743,20 @@ extern "C" __global__ void __launch_bounds__(256) kq_cell_build(const Params p) 
             least += (long long)d * (d > 0 ? lo[j] : hi[j]);
         }
         if (least > 0) continue;  // z is nearer at every point of the cell
-        if (n == CELL_CAP) {
+        if (n == cap) {
             n = CELL_FULL;
             break;
         }
-        list[n++] = (unsigned char)c;
+        if constexpr (WIDE)
+            ((unsigned short*)list)[n++] = (unsigned short)c;
+        else
+            list[n++] = (unsigned char)c;
     }
     count[cell] = (unsigned char)n;
 }
+
+extern "C" __global__ void __launch_bounds__(256) kq_cell_build(const Params p) { cell_build<false>(p); }
+extern "C" __global__ void __launch_bounds__(256) kq_cell_build16(const Params p) { cell_build<true>(p); }
 
 // cell_key returns the least key of the point whose centred word is pw
 // and raw word q among its cell's list in the table p.cent (every centroid
@@ -778,9 +790,45 @@ __device__ __forceinline__ int cell_key(const Params& p, const int4* sc, int kq,
     return best;
 }
 
+// cell_key16 is cell_key for up to 65535 centroids (kq_cell16_p8): the
+// lists hold 16-bit indices, and the score and index stay apart (the
+// least score, ties to the first in ascending order); it returns the
+// score and sets *j.
+__device__ __forceinline__ int cell_key16(const Params& p, const int4* sc, int k, u32 pw, u32 q, int* j) {
+    const unsigned char* count = (const unsigned char*)p.cent;
+    const u32* lists = (const u32*)(count + (1 << (CELL_BITS * p.dim)));
+    const int cell = cell_of(q);
+    const int cnt = __ldg(count + cell);
+    int best = 0x7fffffff, bj = 0;
+    if (cnt != CELL_FULL) {
+        const u32* L = lists + cell * (CELL_CAP16 / 2);
+        for (int u = 0; u < cnt; u += 2) {
+            const u32 ids = __ldg(L + (u >> 1));
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                if (u + e < cnt) {
+                    const int c = ids >> (16 * e) & 0xffff;
+                    const int4 m = sc[c];
+                    const int s = dp2hi(m.y, pw, dp2lo(m.x, pw, m.z));
+                    if (s < best) best = s, bj = c;
+                }
+            }
+        }
+    } else {
+        for (int c = 0; c < k; c++) {
+            const int4 m = sc[c];
+            const int s = dp2hi(m.y, pw, dp2lo(m.x, pw, m.z));
+            if (s < best) best = s, bj = c;
+        }
+    }
+    *j = bj;
+    return best;
+}
+
 // QN quads of points per lane: a warp takes 128·QN points a step. CELL:
-// each point searches only its cell's list (kq_cell_p8, below).
-template <int QN, bool CELL>
+// each point searches only its cell's list (1: kq_cell_p8, 2: kq_cell16_p8,
+// whose keys keep score and index apart).
+template <int QN, int CELL>
 __device__ __forceinline__ void idp_body(const Params& p) {
     constexpr int NP = 4 * QN, TILE = 128 * QN;
     extern __shared__ uint4 smem4[];
@@ -820,10 +868,13 @@ __device__ __forceinline__ void idp_body(const Params& p) {
             pw[4 * h + 0] = v.x ^ xmask, pw[4 * h + 1] = v.y ^ xmask;
             pw[4 * h + 2] = v.z ^ xmask, pw[4 * h + 3] = v.w ^ xmask;
         }
-        int key[NP];
+        int key[NP], jb[NP];
 #pragma unroll
         for (int t = 0; t < NP; t++) key[t] = 0x7fffffff;
-        if constexpr (CELL) {
+        if constexpr (CELL == 2) {
+#pragma unroll
+            for (int t = 0; t < NP; t++) key[t] = cell_key16(p, sc, k, pw[t], pw[t] ^ xmask, &jb[t]);
+        } else if constexpr (CELL == 1) {
 #pragma unroll
             for (int t = 0; t < NP; t++) key[t] = cell_key(p, sc, kq, pw[t], pw[t] ^ xmask);
         } else {
@@ -855,8 +906,10 @@ __device__ __forceinline__ void idp_body(const Params& p) {
                     const int t = 4 * h + u;
                     const bool valid = FULL || u < nvalid;
                     const u32 w = valid ? wt[u] : 0u;
-                    lab[u] = valid ? (u32)(key[t] & 255) : old[u];
-                    const u32 d = (u32)((key[t] >> 8) + M) + g2 * (u32)dp4s(pw[t], pw[t], 0);
+                    const u32 j = CELL == 2 ? (u32)jb[t] : (u32)(key[t] & 255);
+                    const int score = CELL == 2 ? key[t] : key[t] >> 8;
+                    lab[u] = valid ? j : old[u];
+                    const u32 d = (u32)(score + M) + g2 * (u32)dp4s(pw[t], pw[t], 0);
                     inertia += (u64)w * d;
                     const bool mv = old[u] != lab[u];
                     if (allMoved || mv) movedw += w;
@@ -905,11 +958,12 @@ __device__ __forceinline__ void idp_body(const Params& p) {
     block_scalars(p, inertia, movedw, 0, red);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) kq_idp_p8(const Params p) { idp_body<2, false>(p); }
+extern "C" __global__ void __launch_bounds__(256, 4) kq_idp_p8(const Params p) { idp_body<2, 0>(p); }
 
 // A lane takes 4 points a step (one 16-byte load), each searching its
 // cell's list; the bookkeeping is kq_idp_p8's.
-extern "C" __global__ void __launch_bounds__(256, 4) kq_cell_p8(const Params p) { idp_body<1, true>(p); }
+extern "C" __global__ void __launch_bounds__(256, 4) kq_cell_p8(const Params p) { idp_body<1, 1>(p); }
+extern "C" __global__ void __launch_bounds__(256, 4) kq_cell16_p8(const Params p) { idp_body<1, 2>(p); }
 
 
 // ------------------------------------------- integer tensor-core kernel

@@ -277,10 +277,34 @@ func (L *layout) idpFits(centroids []int32) (m int64, ok bool) {
 	if len(centroids)/max(L.dim, 1) > idpMaxK {
 		return 0, false
 	}
-	return L.gridScores(centroids, func(g, cc int64) bool {
-		a := -2 * g * cc
-		return a >= math.MinInt16 && a <= math.MaxInt16
-	})
+	return L.gridScores(centroids, coef16, keyHalf)
+}
+
+// coef16 is the integer kernels' condition on a centroid coordinate c”_j:
+// -2g·c”_j fits a 16-bit half of the table.
+func coef16(g, cc int64) bool {
+	a := -2 * g * cc
+	return a >= math.MinInt16 && a <= math.MaxInt16
+}
+
+// keyHalf bounds score - M where the key packs the score above 8 index
+// bits (kq_idp_p8, kq_cell_p8, kq_ima_p8).
+const keyHalf = 1 << 23
+
+// cellWideMaxK is the most centroids the cell-pruned kernel with 16-bit
+// indices (kq_cell16_p8) takes: its table and the block sums stay in
+// shared memory.
+const cellWideMaxK = 1024
+
+// cellWideFits reports whether kq_cell16_p8 is exact for centroids
+// (uncentred, k·dim) and returns the offset M of their scores: the
+// integer kernel's table, with score - M within an int32 (it keeps score
+// and index apart, so the 24-bit bound of the packed key does not apply).
+func (L *layout) cellWideFits(centroids []int32) (m int64, ok bool) {
+	if len(centroids)/max(L.dim, 1) > cellWideMaxK || L.dim > cellMaxDim {
+		return 0, false
+	}
+	return L.gridScores(centroids, coef16, 1<<30)
 }
 
 // imaMaxK is the most centroids the integer tensor-core kernel (kq_ima_p8)
@@ -297,15 +321,15 @@ func (L *layout) imaFits(centroids []int32) (m int64, ok bool) {
 	if len(centroids)/max(L.dim, 1) > imaMaxK {
 		return 0, false
 	}
-	return L.gridScores(centroids, func(g, cc int64) bool { return cc >= -1024 && cc <= 1016 })
+	return L.gridScores(centroids, func(g, cc int64) bool { return cc >= -1024 && cc <= 1016 }, keyHalf)
 }
 
 // gridScores checks the integer kernels' common conditions for centroids
 // (uncentred, k·dim): points on an 8-bit grid with one step g on every
 // axis, coef(g, c”_j) for every centroid coordinate, d = score + g²|q~|²
 // within a uint32, and every score of a centroid and a point of the grid
-// box within [M - 2^23, M + 2^23 - 2]; it returns M.
-func (L *layout) gridScores(centroids []int32, coef func(g, cc int64) bool) (m int64, ok bool) {
+// box within [M - half, M + half - 2]; it returns M.
+func (L *layout) gridScores(centroids []int32, coef func(g, cc int64) bool, half int64) (m int64, ok bool) {
 	dim := L.dim
 	if dim == 0 {
 		return 0, false
@@ -343,7 +367,7 @@ func (L *layout) gridScores(centroids []int32, coef func(g, cc int64) bool) (m i
 		lo, hi = min(lo, sl), max(hi, sh)
 	}
 	m = lo + (hi-lo)/2
-	if hi-m > 1<<23-2 || m-lo > 1<<23 {
+	if hi-m > half-2 || m-lo > half {
 		return 0, false
 	}
 	return m, true

@@ -622,7 +622,7 @@ func TestCellConstants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]int{"CELL_BITS": cellBits, "CELL_CAP": cellCap} {
+	for name, want := range map[string]int{"CELL_BITS": cellBits, "CELL_CAP": cellCap, "CELL_CAP16": cellCap16} {
 		var got int
 		found := false
 		for _, line := range strings.Split(string(src), "\n") {

@@ -77,7 +77,11 @@ func selfTestCases() []selfCase {
 				// the same colours unweighted, as pixels: the
 				// cell-pruned kernel's case (cellAuto)
 				px := &kmeans.Points{Dim: dim, Coords: pts.Coords}
-				out = append(out, selfCase{"dim 3, pixels", px, sets})
+				wide := make([]int32, 700*dim) // kq_cell16_p8's
+				for i := range 700 {
+					copy(wide[i*dim:], pts.At(rng.IntN(n)))
+				}
+				out = append(out, selfCase{"dim 3, pixels", px, append(slices.Clone(sets), wide)})
 			}
 		}
 	}

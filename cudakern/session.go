@@ -433,19 +433,28 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		// where they could be picked, and each kernel's tables are made
 		// only for it (on a small set they cost more than the kernel).
 		var idpM, imaM int64
-		var idp, ima bool
+		var idp, ima, wide bool
 		imaSmem := imaTableBytes(k) + 8*slots
 		if s.force != "" {
 			kernel = s.force // a batch's (LloydSteps), whose tables the device makes
 		} else {
-			cellAuto := s.variant == "" && s.cellAuto(k)
-			if b.imaErr == nil && imaSmem <= b.smem && !cellAuto && (s.variant == "ima" || s.variant == "" && k >= imaAutoMin && k <= idpK) {
+			cell := s.variant == "cell" || s.variant == "" && s.cellAuto(k)
+			if cell {
+				if k <= idpK {
+					idpM, idp = L.idpFits(centroids)
+				}
+				if !idp {
+					idpM, wide = L.cellWideFits(centroids)
+				}
+				cell = idp || wide
+			}
+			if !cell && b.imaErr == nil && imaSmem <= b.smem && (s.variant == "ima" || s.variant == "" && k >= imaAutoMin && k <= idpK) {
 				imaM, ima = L.imaFits(centroids)
 			}
-			if !ima && (s.variant == "idp" || s.variant == "cell" || s.variant == "" && k <= idpK) {
+			if !cell && !ima && (s.variant == "idp" || s.variant == "" && k <= idpK) {
 				idpM, idp = L.idpFits(centroids)
 			}
-			kernel = s.fastKernel(k, idp, ima)
+			kernel = s.fastKernel(k, idp, ima, wide)
 		}
 		frag := unsafe.Slice((*uint32)(unsafe.Pointer(&s.up[upHeader])), 4*kpad)
 		cent := unsafe.Slice((*float32)(unsafe.Pointer(&s.up[upHeader+16*kpad])), 4*k)
@@ -470,13 +479,13 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 			// the table takes the place of the fragments (16·kq ≤ 16·kpad)
 			L.idpTable(centroids, idpM, unsafe.Slice((*int32)(unsafe.Pointer(&s.up[upHeader])), 4*kq))
 			L.idpParams(&p, idpM)
-		case kCellP8:
+		case kCellP8, kCell16P8:
 			kq := (k + 3) &^ 3
 			perIter = 256 * 4
 			smem = 16*kq + 8*slots
 			L.idpTable(centroids, idpM, unsafe.Slice((*int32)(unsafe.Pointer(&s.up[upHeader])), 4*kq))
 			L.idpParams(&p, idpM)
-			if err := b.grow(&s.dCells, &s.cellBytes, cellCount(dim)*(1+cellCap)); err != nil {
+			if err := b.grow(&s.dCells, &s.cellBytes, cellTableBytes(dim)); err != nil {
 				return err
 			}
 			p.Cent = s.dCells
@@ -545,9 +554,14 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 	kp := new(kparams)
 	*kp = p
 	var err error
-	if kernel == kCellP8 {
+	switch kernel {
+	case kCellP8, kCell16P8:
 		// the cells' candidate lists first, from the table just uploaded
-		err = b.launch(kCellBuild, (cellCount(dim)+255)/256, 256, 16*k, unsafe.Pointer(kp))
+		build := kCellBuild
+		if kernel == kCell16P8 {
+			build = kCellBuild16
+		}
+		err = b.launch(build, (cellCount(dim)+255)/256, 256, 16*k, unsafe.Pointer(kp))
 	}
 	if err == nil {
 		err = b.launch(kernel, grid, 256, smem, unsafe.Pointer(kp))
@@ -629,18 +643,23 @@ const idpK = idpMaxK
 // (bench/cuda/NOTES.md, round 3).
 const imaAutoMin = 129
 
-// The cell-pruned integer kernel (kq_cell_p8) cuts the grid box into
-// 2^cellBits cells per axis, in at most cellMaxDim dimensions, and keeps
-// for each the indices of at most cellCap centroids (kernels.cu:
-// CELL_BITS, CELL_CAP).
+// The cell-pruned integer kernels (kq_cell_p8, kq_cell16_p8) cut the grid
+// box into 2^cellBits cells per axis, in at most cellMaxDim dimensions,
+// and keep for each the indices of at most cellCap (8-bit) or cellCap16
+// (16-bit) centroids (kernels.cu: CELL_BITS, CELL_CAP, CELL_CAP16).
 const (
 	cellMaxDim = 3
 	cellBits   = 5
 	cellCap    = 32
+	cellCap16  = 64
 )
 
 // cellCount is the number of cells in dim dimensions.
 func cellCount(dim int) int { return 1 << (cellBits * dim) }
+
+// cellTableBytes is the size of either kernel's cell table: a count a
+// cell, then its list.
+func cellTableBytes(dim int) int { return cellCount(dim) * (1 + max(cellCap, 2*cellCap16)) }
 
 // cellAutoMin is the least k for which Assign picks the cell-pruned
 // kernel, for unweighted points (pixels) in at most cellMaxDim dimensions.
@@ -653,20 +672,28 @@ func cellCount(dim int) int { return 1 << (cellBits * dim) }
 // colours, k = 256: 0.134 against 0.053).
 const cellAutoMin = 64
 
-// cellAuto reports whether Assign picks the cell-pruned kernel for k
-// centroids, where the integer kernel's table is exact for them.
+// cellAutoMax is the most centroids for which Assign picks a cell-pruned
+// kernel (kq_cell16_p8 above idpK). On the same pixels, k = 512 0.457 ms
+// against the fp16 tensor-core kernel's 1.098, k = 1024 0.827 against
+// 2.024.
+const cellAutoMax = cellWideMaxK
+
+// cellAuto reports whether Assign picks a cell-pruned kernel for k
+// centroids (kq_cell_p8 up to idpK, kq_cell16_p8 above), where its table
+// is exact for them.
 func (s *session) cellAuto(k int) bool {
-	return k >= cellAutoMin && k <= idpK && s.L.dim <= cellMaxDim && s.pts.Weights == nil
+	return k >= cellAutoMin && k <= cellAutoMax && s.L.dim <= cellMaxDim && s.pts.Weights == nil
 }
 
-// fastKernel picks the exact fast kernel for k centroids: the cell-pruned
-// integer one for unweighted points when idp allows it (cellAuto), else the
+// fastKernel picks the exact fast kernel for k centroids: a cell-pruned
+// integer one for unweighted points when idp (k ≤ idpK) or wide
+// (cellWideFits, above) allows it (cellAuto), else the
 // integer tensor-core one when ima (imaFits, on a device that passed
 // selfTestIMA) allows it and imaAutoMin ≤ k ≤ idpK, else the integer one when idp
 // (idpFits) allows it and k ≤ idpK, else the scalar one for few centroids,
 // else the tensor-core one. KQUANT_CUDA_KERNEL (ima, idp, cell, small, m2 or m4)
 // forces a variant for benchmarks and tests.
-func (s *session) fastKernel(k int, idp, ima bool) string {
+func (s *session) fastKernel(k int, idp, ima, wide bool) string {
 	p8 := s.L.fmt == fmtP8
 	pick := func(a, b string) string {
 		if p8 {
@@ -688,6 +715,9 @@ func (s *session) fastKernel(k int, idp, ima bool) string {
 		if idp && s.L.dim <= cellMaxDim {
 			return kCellP8
 		}
+		if wide {
+			return kCell16P8
+		}
 	case "small":
 		if small {
 			return pick(kSmallP8, kSmallP16)
@@ -697,8 +727,13 @@ func (s *session) fastKernel(k int, idp, ima bool) string {
 	case "m4":
 		return pick(kFastP8M4, kFastP16M4)
 	}
-	if idp && s.variant == "" && s.cellAuto(k) {
-		return kCellP8
+	if s.variant == "" && s.cellAuto(k) {
+		if idp && k <= idpK {
+			return kCellP8
+		}
+		if wide {
+			return kCell16P8
+		}
 	}
 	if ima && k >= imaAutoMin && k <= idpK && s.variant == "" {
 		return kIMAP8
