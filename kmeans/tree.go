@@ -415,13 +415,20 @@ func splitMedian(pts *Points, part []int32, axis int, lo, hi int32, keys []uint6
 // part, at offsets that keep every class in part's order, so the result
 // is splitMedian's.
 func splitMedianPar(pts *Points, part []int32, axis int, lo, hi int32, keys []uint64, counts *[]int32, workers int) {
-	n, dim := len(part), pts.Dim
-	span := int64(hi) - int64(lo)
-	workers = min(workers, n/parallelSplitMin)
-	if workers < 2 || span >= 8*int64(n) {
+	workers = min(workers, len(part)/parallelSplitMin)
+	if workers < 2 || int64(hi)-int64(lo) >= 8*int64(len(part)) {
 		splitMedian(pts, part, axis, lo, hi, keys, counts)
 		return
 	}
+	splitMedianOn(pts, part, axis, lo, hi, keys, counts, workers)
+}
+
+// splitMedianOn is splitMedianPar's work on workers ≥ 2 goroutines. (Apart
+// from the check, so that the variables its goroutines share are not
+// allocated for the many calls that split on one.)
+func splitMedianOn(pts *Points, part []int32, axis int, lo, hi int32, keys []uint64, counts *[]int32, workers int) {
+	n, dim := len(part), pts.Dim
+	span := int64(hi) - int64(lo)
 	keys = keys[:n]
 	step := (n + workers - 1) / workers
 	hists := make([][]int32, workers)
