@@ -472,23 +472,21 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 			L.centres(centroids, cent)
 			perIter = 256 * 4
 			smem = 16*k + 8*slots
-		case kIDPP8:
+		case kIDPP8, kCellP8, kCell16P8:
 			kq := (k + 3) &^ 3
-			perIter = 256 * 8
 			smem = 16*kq + 8*slots
 			// the table takes the place of the fragments (16·kq ≤ 16·kpad)
 			L.idpTable(centroids, idpM, unsafe.Slice((*int32)(unsafe.Pointer(&s.up[upHeader])), 4*kq))
 			L.idpParams(&p, idpM)
-		case kCellP8, kCell16P8:
-			kq := (k + 3) &^ 3
-			perIter = 256 * 4
-			smem = 16*kq + 8*slots
-			L.idpTable(centroids, idpM, unsafe.Slice((*int32)(unsafe.Pointer(&s.up[upHeader])), 4*kq))
-			L.idpParams(&p, idpM)
-			if err := b.grow(&s.dCells, &s.cellBytes, cellTableBytes(dim)); err != nil {
-				return err
+			perIter = 256 * 8
+			if kernel != kIDPP8 {
+				// 4 points a lane, and the cells' table
+				perIter = 256 * 4
+				if err := b.grow(&s.dCells, &s.cellBytes, cellTableBytes(dim)); err != nil {
+					return err
+				}
+				p.Cent = s.dCells
 			}
-			p.Cent = s.dCells
 		case kIMAP8:
 			// 64 points per warp and step; the table takes the place of
 			// the fragments and centroids
