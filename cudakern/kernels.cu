@@ -700,17 +700,17 @@ __device__ __forceinline__ int cell_of(u32 q) {
     return (q >> 3 & 0x1f) | (q >> 6 & 0x3e0) | (q >> 9 & 0x7c00);
 }
 
-// cell_build is kq_cell_build (WIDE: kq_cell_build16, 16-bit indices).
+// cell_build is kq_cell_build (WIDE: kq_cell_build16, 16-bit indices): a
+// warp a cell, its lanes taking every 32nd centroid (the table is read
+// through the cache), so that a cell costs k/32 steps a lane.
 template <bool WIDE>
 __device__ __forceinline__ void cell_build(const Params& p) {
-    extern __shared__ uint4 smem4[];
-    int4* sc = (int4*)smem4;
+    const int4* sc = (const int4*)p.frag;
     const int k = p.k, dim = p.dim;
-    for (int i = threadIdx.x; i < k; i += blockDim.x) sc[i] = ((const int4*)p.frag)[i];
-    __syncthreads();
     const int ncells = 1 << (CELL_BITS * dim);
-    const int cell = blockIdx.x * blockDim.x + threadIdx.x;
-    if (cell >= ncells) return;
+    const int lane = threadIdx.x & 31;
+    const int cell = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (cell >= ncells) return;  // the whole warp
     // the cell's q~ range per axis, and twice its centre
     constexpr int W = 1 << (8 - CELL_BITS);  // a cell's width in grid steps
     int lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0}, mid2[4] = {0, 0, 0, 0};
@@ -722,37 +722,48 @@ __device__ __forceinline__ void cell_build(const Params& p) {
         const u32 w = j < 2 ? (u32)m.x : (u32)m.y;
         return (int)(short)(j & 1 ? w >> 16 : w & 0xffff);
     };
-    int z = 0;
+    // z: the centroid nearest the cell's centre (ties to the lowest index)
+    int z = 0x7fffffff;
     long long best = 0x7fffffffffffffffLL;
-    for (int c = 0; c < k; c++) {
-        const int4 m = sc[c];
+    for (int c = lane; c < k; c += 32) {
+        const int4 m = __ldg(sc + c);
         long long s2 = 2LL * m.z;
         for (int j = 0; j < dim; j++) s2 += (long long)coef(m, j) * mid2[j];
         if (s2 < best) best = s2, z = c;
     }
-    const int4 mz = sc[z];
+    for (int o = 16; o > 0; o >>= 1) {
+        const long long ob = (long long)shfl_u64((u64)best, lane ^ o);
+        const int oz = __shfl_xor_sync(0xffffffffu, z, o);
+        if (ob < best || ob == best && oz < z) best = ob, z = oz;
+    }
+    const int4 mz = __ldg(sc + z);
     constexpr int cap = WIDE ? CELL_CAP16 : CELL_CAP;
     unsigned char* count = (unsigned char*)p.cent;
     unsigned char* list = count + ncells + (size_t)cell * cap * (WIDE ? 2 : 1);
-    int n = 0;
-    for (int c = 0; c < k; c++) {
-        const int4 m = sc[c];
-        long long least = (long long)m.z - mz.z;
-        for (int j = 0; j < dim; j++) {
-            const int d = coef(m, j) - coef(mz, j);
-            least += (long long)d * (d > 0 ? lo[j] : hi[j]);
+    int n = 0;  // the same in every lane
+    for (int base = 0; base < k && n <= cap; base += 32) {
+        const int c = base + lane;
+        bool keep = false;
+        if (c < k) {
+            const int4 m = __ldg(sc + c);
+            long long least = (long long)m.z - mz.z;
+            for (int j = 0; j < dim; j++) {
+                const int d = coef(m, j) - coef(mz, j);
+                least += (long long)d * (d > 0 ? lo[j] : hi[j]);
+            }
+            keep = least <= 0;  // else z is nearer at every point of the cell
         }
-        if (least > 0) continue;  // z is nearer at every point of the cell
-        if (n == cap) {
-            n = CELL_FULL;
-            break;
+        const u32 kept = __ballot_sync(0xffffffffu, keep);
+        const int at = n + __popc(kept & ((1u << lane) - 1));  // in ascending order
+        if (keep && at < cap) {
+            if constexpr (WIDE)
+                ((unsigned short*)list)[at] = (unsigned short)c;
+            else
+                list[at] = (unsigned char)c;
         }
-        if constexpr (WIDE)
-            ((unsigned short*)list)[n++] = (unsigned short)c;
-        else
-            list[n++] = (unsigned char)c;
+        n += __popc(kept);
     }
-    count[cell] = (unsigned char)n;
+    if (lane == 0) count[cell] = (unsigned char)(n > cap ? CELL_FULL : n);
 }
 
 extern "C" __global__ void __launch_bounds__(256) kq_cell_build(const Params p) { cell_build<false>(p); }

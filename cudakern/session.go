@@ -559,7 +559,7 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		if kernel == kCell16P8 {
 			build = kCellBuild16
 		}
-		err = b.launch(build, (cellCount(dim)+255)/256, 256, 16*k, unsafe.Pointer(kp))
+		err = b.launch(build, (32*cellCount(dim)+255)/256, 256, 0, unsafe.Pointer(kp)) // a warp a cell
 	}
 	if err == nil {
 		err = b.launch(kernel, grid, 256, smem, unsafe.Pointer(kp))
@@ -662,18 +662,17 @@ func cellTableBytes(dim int) int { return cellCount(dim) * (1 + max(cellCap, 2*c
 // cellAutoMin is the least k for which Assign picks the cell-pruned
 // kernel, for unweighted points (pixels) in at most cellMaxDim dimensions.
 // On an H100, on the 14.7 M pixels of altai-5120.png (kernel ms, one
-// steady pass; bench/cuda/NOTES.md, round 6): k = 64 0.134 against the
-// integer kernel's 0.178, k = 256 0.261 against 0.611 (the integer
-// tensor-core kernel's 0.607), but k = 16 0.092 against 0.072. Weighted
-// (deduplicated) colours keep the integer kernels: sorted, the colours of
-// a warp fall in many cells, whose lists the warp walks in turn (940 574
-// colours, k = 256: 0.134 against 0.053).
+// steady pass; bench/cuda/NOTES.md, round 6): k = 64 0.137 against the
+// integer kernel's 0.178, k = 256 0.235 against 0.611 (the integer
+// tensor-core kernel's 0.607), but k = 16 0.105 against 0.072. Weighted
+// (deduplicated) colours keep the integer kernels (940 574 colours,
+// k = 256: 0.113 against 0.053; bench/cuda/NOTES.md).
 const cellAutoMin = 64
 
 // cellAutoMax is the most centroids for which Assign picks a cell-pruned
-// kernel (kq_cell16_p8 above idpK). On the same pixels, k = 512 0.457 ms
-// against the fp16 tensor-core kernel's 1.098, k = 1024 0.827 against
-// 2.024.
+// kernel (kq_cell16_p8 above idpK). On the same pixels, k = 512 0.386 ms
+// against the fp16 tensor-core kernel's 1.109, k = 1024 0.674 against
+// 2.048.
 const cellAutoMax = cellWideMaxK
 
 // cellAuto reports whether Assign picks a cell-pruned kernel for k
