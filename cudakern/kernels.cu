@@ -687,7 +687,7 @@ __device__ __forceinline__ int dp4s(u32 a, u32 b, int c) {
 // and distance as kq_idp_p8 (ties to the lowest index among equal scores,
 // which all stay listed). Params as kq_idp_p8's, and cent = the cell
 // table: 32^dim counts (bytes), then CELL_CAP centroid indices (bytes) a
-// cell. kq_cell_build16 and kq_cell16_p8 do the same for up to 65535
+// cell. kq_cell_build16 and kq_cell16_p8 do the same for up to 1024
 // centroids (CELL_CAP16 16-bit indices a cell; the host's cellWideFits
 // only asks that the scores fit an int32, not the packed key).
 
@@ -700,70 +700,172 @@ __device__ __forceinline__ int cell_of(u32 q) {
     return (q >> 3 & 0x1f) | (q >> 6 & 0x3e0) | (q >> 9 & 0x7c00);
 }
 
-// cell_build is kq_cell_build (WIDE: kq_cell_build16, 16-bit indices): a
-// warp a cell, its lanes taking every 32nd centroid (the table is read
-// through the cache), so that a cell costs k/32 steps a lane.
+// cell_build is kq_cell_build (WIDE: kq_cell_build16, 16-bit indices). A
+// block takes a supercell of 2^CELL_SUB_BITS cells per axis: its threads
+// list, from all k centroids, those the one nearest the supercell's centre
+// does not beat on the whole supercell (ascending, in shared memory); then
+// a warp a cell lists, from that list only, those its own nearest to the
+// centre does not beat on the cell. A centroid left out of the supercell's
+// list is beaten at every point of the cell, so it is never the least key
+// there (nor tied with it): the cells' lists keep every centroid that can
+// be, as if built from all k. (One warp a cell over all k centroids cost
+// 92 µs at k = 256 on an H100.)
+#define CELL_SUB_BITS 2
+#define CELL_MAXK 256     // kq_cell_build: at most 256 centroids (8-bit indices)
+#define CELL_MAXK16 1024  // kq_cell_build16 (the host's cellWideMaxK)
+
 template <bool WIDE>
 __device__ __forceinline__ void cell_build(const Params& p) {
+    // Scores and their differences fit an int32 for kq_cell_p8 (|score - M|
+    // < 2^23, |coef| < 2^15, |q~| ≤ 128); kq_cell16_p8's only bound score - M
+    // by 2^30.
+    typedef typename std::conditional<WIDE, long long, int>::type T;
+    constexpr int MAXK = WIDE ? CELL_MAXK16 : CELL_MAXK;
+    constexpr int cap = WIDE ? CELL_CAP16 : CELL_CAP;
+    constexpr int SB = CELL_BITS - CELL_SUB_BITS;  // supercell bits per axis
+    constexpr int W = 1 << (8 - CELL_BITS);        // a cell's width in grid steps
+    __shared__ int4 lm[MAXK];                      // the supercell's list: table entries
+    __shared__ unsigned short lc[MAXK];            // and their indices, ascending
+    __shared__ T rb[32];
+    __shared__ int rz[32], wn[32];
     const int4* sc = (const int4*)p.frag;
     const int k = p.k, dim = p.dim;
     const int ncells = 1 << (CELL_BITS * dim);
-    const int lane = threadIdx.x & 31;
-    const int cell = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (cell >= ncells) return;  // the whole warp
-    // the cell's q~ range per axis, and twice its centre
-    constexpr int W = 1 << (8 - CELL_BITS);  // a cell's width in grid steps
-    int lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0}, mid2[4] = {0, 0, 0, 0};
-    for (int j = 0; j < dim; j++) {
-        const int cj = cell >> (CELL_BITS * j) & ((1 << CELL_BITS) - 1);
-        lo[j] = W * cj - 128, hi[j] = W * cj + W - 1 - 128, mid2[j] = lo[j] + hi[j];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const int sup = blockIdx.x;
+    const int nsub = 1 << (CELL_SUB_BITS * dim);
+    unsigned char* count = (unsigned char*)p.cent;
+    // the supercell's cells, in its own order
+    auto cell_at = [&](int s) {
+        int cell = 0;
+#pragma unroll
+        for (int j = 0; j < 3; j++) {
+            if (j >= dim) break;
+            const int cj = (sup >> (SB * j) & ((1 << SB) - 1)) << CELL_SUB_BITS | (s >> (CELL_SUB_BITS * j) & ((1 << CELL_SUB_BITS) - 1));
+            cell |= cj << (CELL_BITS * j);
+        }
+        return cell;
+    };
+    if (k > MAXK) {  // never asked by the host: search everything
+        for (int s = threadIdx.x; s < nsub; s += blockDim.x) count[cell_at(s)] = CELL_FULL;
+        return;
     }
     auto coef = [&](const int4& m, int j) -> int {
         const u32 w = j < 2 ? (u32)m.x : (u32)m.y;
         return (int)(short)(j & 1 ? w >> 16 : w & 0xffff);
     };
-    // z: the centroid nearest the cell's centre (ties to the lowest index)
+    // twice the score at the centre of a box of twice-centre mid2
+    auto score2 = [&](const int4& m, const int (&mid2)[3]) {
+        T s2 = 2 * (T)m.z;
+#pragma unroll
+        for (int j = 0; j < 3; j++)
+            if (j < dim) s2 += (T)coef(m, j) * mid2[j];
+        return s2;
+    };
+    // the least of score_m - score_mz over the box [lo, hi]
+    auto least = [&](const int4& m, const int4& mz, const int (&lo)[3], const int (&hi)[3]) {
+        T l = (T)m.z - mz.z;
+#pragma unroll
+        for (int j = 0; j < 3; j++) {
+            if (j < dim) {
+                const int d = coef(m, j) - coef(mz, j);
+                l += (T)d * (d > 0 ? lo[j] : hi[j]);
+            }
+        }
+        return l;
+    };
+    auto warp_min = [&](T& best, int& z) {
+        for (int o = 16; o > 0; o >>= 1) {
+            T ob;
+            if constexpr (WIDE)
+                ob = (T)shfl_u64((u64)best, lane ^ o);
+            else
+                ob = __shfl_xor_sync(0xffffffffu, best, o);
+            const int oz = __shfl_xor_sync(0xffffffffu, z, o);
+            if (ob < best || ob == best && oz < z) best = ob, z = oz;
+        }
+    };
+    // the supercell's box in q~ and twice its centre
+    int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, mid2[3] = {0, 0, 0};
+#pragma unroll
+    for (int j = 0; j < 3; j++) {
+        if (j >= dim) break;
+        const int sj = sup >> (SB * j) & ((1 << SB) - 1);
+        lo[j] = (W << CELL_SUB_BITS) * sj - 128, hi[j] = lo[j] + (W << CELL_SUB_BITS) - 1, mid2[j] = lo[j] + hi[j];
+    }
+    // z: the centroid nearest the supercell's centre (ties to the lowest index)
+    T best = WIDE ? (T)0x7fffffffffffffffLL : (T)0x7fffffff;
     int z = 0x7fffffff;
-    long long best = 0x7fffffffffffffffLL;
-    for (int c = lane; c < k; c += 32) {
-        const int4 m = __ldg(sc + c);
-        long long s2 = 2LL * m.z;
-        for (int j = 0; j < dim; j++) s2 += (long long)coef(m, j) * mid2[j];
+    for (int c = threadIdx.x; c < k; c += blockDim.x) {
+        const T s2 = score2(__ldg(sc + c), mid2);
         if (s2 < best) best = s2, z = c;
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        const long long ob = (long long)shfl_u64((u64)best, lane ^ o);
-        const int oz = __shfl_xor_sync(0xffffffffu, z, o);
-        if (ob < best || ob == best && oz < z) best = ob, z = oz;
-    }
+    warp_min(best, z);
+    if (lane == 0) rb[warp] = best, rz[warp] = z;
+    __syncthreads();
+    best = rb[0], z = rz[0];
+    for (int w = 1; w < nw; w++)
+        if (rb[w] < best || rb[w] == best && rz[w] < z) best = rb[w], z = rz[w];
     const int4 mz = __ldg(sc + z);
-    constexpr int cap = WIDE ? CELL_CAP16 : CELL_CAP;
-    unsigned char* count = (unsigned char*)p.cent;
-    unsigned char* list = count + ncells + (size_t)cell * cap * (WIDE ? 2 : 1);
-    int n = 0;  // the same in every lane
-    for (int base = 0; base < k && n <= cap; base += 32) {
-        const int c = base + lane;
+    // the supercell's list, ascending: a ballot a warp, the warps in order
+    int n = 0;
+    for (int base = 0; base < k; base += blockDim.x) {
+        const int c = base + threadIdx.x;
         bool keep = false;
+        int4 m = make_int4(0, 0, 0, 0);
         if (c < k) {
-            const int4 m = __ldg(sc + c);
-            long long least = (long long)m.z - mz.z;
-            for (int j = 0; j < dim; j++) {
-                const int d = coef(m, j) - coef(mz, j);
-                least += (long long)d * (d > 0 ? lo[j] : hi[j]);
-            }
-            keep = least <= 0;  // else z is nearer at every point of the cell
+            m = __ldg(sc + c);
+            keep = least(m, mz, lo, hi) <= 0;
         }
         const u32 kept = __ballot_sync(0xffffffffu, keep);
-        const int at = n + __popc(kept & ((1u << lane) - 1));  // in ascending order
-        if (keep && at < cap) {
-            if constexpr (WIDE)
-                ((unsigned short*)list)[at] = (unsigned short)c;
-            else
-                list[at] = (unsigned char)c;
+        __syncthreads();  // wn of the step before is read
+        if (lane == 0) wn[warp] = __popc(kept);
+        __syncthreads();
+        int at = n, total = n;
+        for (int w = 0; w < nw; w++) {
+            at += w < warp ? wn[w] : 0;
+            total += wn[w];
         }
-        n += __popc(kept);
+        at += __popc(kept & ((1u << lane) - 1));
+        if (keep) lm[at] = m, lc[at] = (unsigned short)c;
+        n = total;
     }
-    if (lane == 0) count[cell] = (unsigned char)(n > cap ? CELL_FULL : n);
+    __syncthreads();
+    // a warp a cell: its own nearest to the centre, then its list from the
+    // supercell's
+    for (int s = warp; s < nsub; s += nw) {
+        const int cell = cell_at(s);
+#pragma unroll
+        for (int j = 0; j < 3; j++) {
+            if (j >= dim) break;
+            const int cj = cell >> (CELL_BITS * j) & ((1 << CELL_BITS) - 1);
+            lo[j] = W * cj - 128, hi[j] = W * cj + W - 1 - 128, mid2[j] = lo[j] + hi[j];
+        }
+        T b = WIDE ? (T)0x7fffffffffffffffLL : (T)0x7fffffff;
+        int zi = 0x7fffffff;  // the supercell's list is ascending: the lowest i is the lowest index
+        for (int i = lane; i < n; i += 32) {
+            const T s2 = score2(lm[i], mid2);
+            if (s2 < b) b = s2, zi = i;
+        }
+        warp_min(b, zi);
+        const int4 mzc = lm[zi];
+        unsigned char* list = count + ncells + (size_t)cell * cap * (WIDE ? 2 : 1);
+        int cnt = 0;  // the same in every lane
+        for (int base = 0; base < n && cnt <= cap; base += 32) {
+            const int i = base + lane;
+            const bool keep = i < n && least(lm[i], mzc, lo, hi) <= 0;
+            const u32 kept = __ballot_sync(0xffffffffu, keep);
+            const int at = cnt + __popc(kept & ((1u << lane) - 1));  // in ascending order
+            if (keep && at < cap) {
+                if constexpr (WIDE)
+                    ((unsigned short*)list)[at] = lc[i];
+                else
+                    list[at] = (unsigned char)lc[i];
+            }
+            cnt += __popc(kept);
+        }
+        if (lane == 0) count[cell] = (unsigned char)(cnt > cap ? CELL_FULL : cnt);
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(256) kq_cell_build(const Params p) { cell_build<false>(p); }
@@ -839,7 +941,7 @@ __device__ __forceinline__ int cell_key16(const Params& p, const int4* sc, int k
 // QN quads of points per lane: a warp takes 128·QN points a step. CELL:
 // each point searches only its cell's list (1: kq_cell_p8, 2: kq_cell16_p8,
 // whose keys keep score and index apart).
-template <int QN, int CELL>
+template <int QN, int CELL, bool WEIGHTED = true>
 __device__ __forceinline__ void idp_body(const Params& p) {
     constexpr int NP = 4 * QN, TILE = 128 * QN;
     extern __shared__ uint4 smem4[];
@@ -864,18 +966,39 @@ __device__ __forceinline__ void idp_body(const Params& p) {
     unsigned short* labels = (unsigned short*)p.labels;
     u64 inertia = 0, movedw = 0;
 
-    for (int base = gw * TILE; base < n; base += warps * TILE) {
-        u32 pw[NP];
-        uint2 oldp[QN];  // old labels, packed
+    // a tile's point words and old labels
+    auto fetch = [&](int base, uint4 (&v)[QN], uint2 (&o)[QN]) {
 #pragma unroll
         for (int h = 0; h < QN; h++) {
             const int i0 = base + 128 * h + 4 * lane;
-            uint4 v = make_uint4(0, 0, 0, 0);
-            oldp[h] = make_uint2(0xffffffffu, 0xffffffffu);
+            v[h] = make_uint4(0, 0, 0, 0);
+            o[h] = make_uint2(0xffffffffu, 0xffffffffu);
             if (i0 < npad) {
-                v = __ldg((const uint4*)p.pts + (i0 >> 2));
-                oldp[h] = *(const uint2*)(labels + i0);
+                v[h] = __ldg((const uint4*)p.pts + (i0 >> 2));
+                o[h] = *(const uint2*)(labels + i0);
             }
+        }
+    };
+    // kq_idp_p8: the next tile's loads are in flight while this one is
+    // searched (the cell kernels have no registers to spare)
+    constexpr bool PREFETCH = CELL == 0;
+    uint4 nv[QN];
+    uint2 nold[QN];
+    if (PREFETCH) fetch(gw * TILE, nv, nold);
+    for (int base = gw * TILE; base < n; base += warps * TILE) {
+        u32 pw[NP];
+        uint2 oldp[QN];  // old labels, packed
+        uint4 cv[QN];
+        if (PREFETCH) {
+#pragma unroll
+            for (int h = 0; h < QN; h++) cv[h] = nv[h], oldp[h] = nold[h];
+            if (base + warps * TILE < n) fetch(base + warps * TILE, nv, nold);
+        } else {
+            fetch(base, cv, oldp);
+        }
+#pragma unroll
+        for (int h = 0; h < QN; h++) {
+            const uint4 v = cv[h];
             pw[4 * h + 0] = v.x ^ xmask, pw[4 * h + 1] = v.y ^ xmask;
             pw[4 * h + 2] = v.z ^ xmask, pw[4 * h + 3] = v.w ^ xmask;
         }
@@ -899,13 +1022,17 @@ __device__ __forceinline__ void idp_body(const Params& p) {
                 }
             }
         }
+        // unweighted points: the tile's scores (key >> 8), squared norms
+        // (|q~|^2) and count, for its inertia Σ score + M + g2·|q~|^2
+        // (|sums| < 2^26 for the 4·QN points of a lane)
+        int tile_s = 0, tile_q = 0, tile_n = 0;
 #pragma unroll
         for (int h = 0; h < QN; h++) {
             const int i0 = base + 128 * h + 4 * lane;
             u32 lab[4], wt[4];
             const u32 old[4] = {oldp[h].x & 0xffffu, oldp[h].x >> 16, oldp[h].y & 0xffffu, oldp[h].y >> 16};
             uint4 w = make_uint4(1, 1, 1, 1);
-            if (W && i0 < npad) w = __ldg((const uint4*)(W + i0));
+            if (WEIGHTED && W && i0 < npad) w = __ldg((const uint4*)(W + i0));
             wt[0] = w.x, wt[1] = w.y, wt[2] = w.z, wt[3] = w.w;
             bool changed = false;
             const int nvalid = n - i0;  // points u < nvalid of this quad exist
@@ -927,11 +1054,33 @@ __device__ __forceinline__ void idp_body(const Params& p) {
                     changed |= mv;
                 }
             };
-            if (nvalid >= 4)
-                book(std::integral_constant<bool, true>());
-            else
-                book(std::integral_constant<bool, false>());
-            if (changed) *(uint2*)(labels + i0) = make_uint2(lab[0] | lab[1] << 16, lab[2] | lab[3] << 16);
+            if (!WEIGHTED && CELL != 2 && nvalid >= 4) {
+                // unweighted, all four points there: the labels compared
+                // two at a time, the distances summed for the tile
+                const u32 l01 = __byte_perm((u32)key[4 * h], (u32)key[4 * h + 1], 0x0400) & 0x00ff00ffu;
+                const u32 l23 = __byte_perm((u32)key[4 * h + 2], (u32)key[4 * h + 3], 0x0400) & 0x00ff00ffu;
+                changed = l01 != oldp[h].x || l23 != oldp[h].y;
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    const int t = 4 * h + u;
+                    tile_s += key[t] >> 8;
+                    tile_q = dp4s(pw[t], pw[t], tile_q);
+                    lab[u] = (u32)key[t] & 255;
+                }
+                tile_n += 4;
+                if (allMoved)
+                    movedw += 4;
+                else if (changed)
+#pragma unroll
+                    for (int u = 0; u < 4; u++) movedw += old[u] != lab[u];
+                if (changed) *(uint2*)(labels + i0) = make_uint2(l01, l23);
+            } else {
+                if (nvalid >= 4)
+                    book(std::integral_constant<bool, true>());
+                else
+                    book(std::integral_constant<bool, false>());
+                if (changed) *(uint2*)(labels + i0) = make_uint2(lab[0] | lab[1] << 16, lab[2] | lab[3] << 16);
+            }
             if (flags & F_NO_ACC) continue;
             // centred coordinates of point t, only for the points that add
             auto coords = [&](int t, int (&v)[4]) {
@@ -960,6 +1109,7 @@ __device__ __forceinline__ void idp_body(const Params& p) {
                 }
             }
         }
+        if (!WEIGHTED) inertia += (u64)((long long)tile_s + (long long)M * tile_n + (long long)g2 * tile_q);
     }
     __syncthreads();
     if (acc32)
@@ -969,7 +1119,13 @@ __device__ __forceinline__ void idp_body(const Params& p) {
     block_scalars(p, inertia, movedw, 0, red);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) kq_idp_p8(const Params p) { idp_body<2, 0>(p); }
+// Three blocks an SM (80 registers) leave room for the next tile's loads.
+extern "C" __global__ void __launch_bounds__(256, 3) kq_idp_p8(const Params p) {
+    if (!p.weights)
+        idp_body<2, 0, false>(p);
+    else
+        idp_body<2, 0>(p);
+}
 
 // A lane takes 4 points a step (one 16-byte load), each searching its
 // cell's list; the bookkeeping is kq_idp_p8's.

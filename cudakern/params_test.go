@@ -622,7 +622,8 @@ func TestCellConstants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]int{"CELL_BITS": cellBits, "CELL_CAP": cellCap, "CELL_CAP16": cellCap16} {
+	for name, want := range map[string]int{"CELL_BITS": cellBits, "CELL_CAP": cellCap, "CELL_CAP16": cellCap16,
+		"CELL_SUB_BITS": cellSubBits, "CELL_MAXK": idpMaxK, "CELL_MAXK16": cellWideMaxK} {
 		var got int
 		found := false
 		for _, line := range strings.Split(string(src), "\n") {
@@ -637,5 +638,37 @@ func TestCellConstants(t *testing.T) {
 	}
 	if cellCount(3)%4 != 0 {
 		t.Errorf("%d cells: the lists after the counts must stay 4-byte aligned", cellCount(3))
+	}
+}
+
+// TestCellAuto: which point sets and k take the cell-pruned kernels when
+// Assign picks (pixels from cellAutoMin centroids on; weighted colours
+// where the build pays, by the cost model of cellAuto).
+func TestCellAuto(t *testing.T) {
+	for _, c := range []struct {
+		n, k, dim int
+		weighted  bool
+		want      bool
+	}{
+		{14_745_600, 16, 3, false, false},
+		{14_745_600, 64, 3, false, true},
+		{14_745_600, 1024, 3, false, true},
+		{14_745_600, 2048, 3, false, false},
+		{100_000, 64, 4, false, false},
+		{940_574, 256, 3, true, true},
+		{940_574, 64, 3, true, false},
+		{940_574, 128, 3, true, false},
+		{200_000, 256, 3, true, false},
+		{100_000, 1024, 3, true, true},
+		{32_768, 256, 3, true, false},
+	} {
+		pts := &kmeans.Points{Dim: c.dim}
+		if c.weighted {
+			pts.Weights = []uint32{1}
+		}
+		s := &session{pts: pts, L: layout{dim: c.dim, n: c.n}}
+		if got := s.cellAuto(c.k); got != c.want {
+			t.Errorf("n = %d, k = %d, dim %d, weighted %v: cellAuto %v, want %v", c.n, c.k, c.dim, c.weighted, got, c.want)
+		}
 	}
 }

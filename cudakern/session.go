@@ -559,7 +559,7 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		if kernel == kCell16P8 {
 			build = kCellBuild16
 		}
-		err = b.launch(build, (32*cellCount(dim)+255)/256, 256, 0, unsafe.Pointer(kp)) // a warp a cell
+		err = b.launch(build, superCount(dim), 256, 0, unsafe.Pointer(kp)) // a block a supercell
 	}
 	if err == nil {
 		err = b.launch(kernel, grid, 256, smem, unsafe.Pointer(kp))
@@ -646,14 +646,19 @@ const imaAutoMin = 129
 // and keep for each the indices of at most cellCap (8-bit) or cellCap16
 // (16-bit) centroids (kernels.cu: CELL_BITS, CELL_CAP, CELL_CAP16).
 const (
-	cellMaxDim = 3
-	cellBits   = 5
-	cellCap    = 32
-	cellCap16  = 64
+	cellMaxDim  = 3
+	cellBits    = 5
+	cellCap     = 32
+	cellCap16   = 64
+	cellSubBits = 2 // the build takes supercells of 2^cellSubBits cells per axis
 )
 
 // cellCount is the number of cells in dim dimensions.
 func cellCount(dim int) int { return 1 << (cellBits * dim) }
+
+// superCount is the number of supercells (blocks of kq_cell_build) in dim
+// dimensions.
+func superCount(dim int) int { return 1 << ((cellBits - cellSubBits) * dim) }
 
 // cellTableBytes is the size of either kernel's cell table: a count a
 // cell, then its list.
@@ -662,29 +667,48 @@ func cellTableBytes(dim int) int { return cellCount(dim) * (1 + max(cellCap, 2*c
 // cellAutoMin is the least k for which Assign picks the cell-pruned
 // kernel, for unweighted points (pixels) in at most cellMaxDim dimensions.
 // On an H100, on the 14.7 M pixels of altai-5120.png (kernel ms, one
-// steady pass; bench/cuda/NOTES.md, round 6): k = 64 0.137 against the
-// integer kernel's 0.178, k = 256 0.235 against 0.611 (the integer
-// tensor-core kernel's 0.607), but k = 16 0.105 against 0.072. Weighted
-// (deduplicated) colours keep the integer kernels (940 574 colours,
-// k = 256: 0.113 against 0.053; bench/cuda/NOTES.md).
+// steady pass, the table's build included; bench/cuda/NOTES.md, round 7):
+// k = 64 0.110–0.113 against the integer kernel's 0.169–0.171, k = 256
+// 0.160–0.164 against 0.60, but k = 16 0.092 against 0.061–0.067.
 const cellAutoMin = 64
 
 // cellAutoMax is the most centroids for which Assign picks a cell-pruned
-// kernel (kq_cell16_p8 above idpK). On the same pixels, k = 512 0.386 ms
-// against the fp16 tensor-core kernel's 1.109, k = 1024 0.674 against
-// 2.048.
+// kernel (kq_cell16_p8 above idpK). On the same pixels, k = 1024 0.41 ms
+// against the fp16 tensor-core kernel's 2.05.
 const cellAutoMax = cellWideMaxK
+
+// Weighted points (deduplicated colours) lie one to a grid point, so a
+// cell holds fewer of them than of pixels and the table's build, about
+// 15 µs at any k, weighs more: the cell kernels pay where
+// n·(k·cellPairPS − cellPointPS) > cellBuildPS, from the same H100's
+// 940 574 colours (kernel ms: k = 256 cell 0.035–0.037 against the
+// integer kernels' 0.050–0.055, the build 14.7 of it; k = 64 0.031–0.036
+// against 0.022–0.024): a pair of the integer kernels ≈ 0.21 ps, a point
+// of the cell kernel ≈ 20 ps. So k = 256 takes them from about 450 000
+// colours, k = 1024 from about 80 000, k = 128 above 2 million.
+const (
+	cellPairPS  = 0.21
+	cellPointPS = 20
+	cellBuildPS = 15e6
+)
 
 // cellAuto reports whether Assign picks a cell-pruned kernel for k
 // centroids (kq_cell_p8 up to idpK, kq_cell16_p8 above), where its table
-// is exact for them.
+// is exact for them: for pixels from cellAutoMin centroids on, for
+// weighted points where the cost model above says so.
 func (s *session) cellAuto(k int) bool {
-	return k >= cellAutoMin && k <= cellAutoMax && s.L.dim <= cellMaxDim && s.pts.Weights == nil
+	if k < cellAutoMin || k > cellAutoMax || s.L.dim > cellMaxDim {
+		return false
+	}
+	if s.pts.Weights == nil {
+		return true
+	}
+	return float64(s.L.n)*(float64(k)*cellPairPS-cellPointPS) > cellBuildPS
 }
 
 // fastKernel picks the exact fast kernel for k centroids: a cell-pruned
-// integer one for unweighted points when idp (k ≤ idpK) or wide
-// (cellWideFits, above) allows it (cellAuto), else the
+// integer one where cellAuto says so and idp (k ≤ idpK) or wide
+// (cellWideFits, above) allows it, else the
 // integer tensor-core one when ima (imaFits, on a device that passed
 // selfTestIMA) allows it and imaAutoMin ≤ k ≤ idpK, else the integer one when idp
 // (idpFits) allows it and k ≤ idpK, else the scalar one for few centroids,

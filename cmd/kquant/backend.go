@@ -13,37 +13,69 @@ import (
 // every input would fail, so kquant stops with exit status 1.
 var errBackend = errors.New("backend unavailable")
 
+// A job is what auto weighs before it starts CUDA: the inputs' pixels (from
+// their headers), how many inputs there are, and k.
+type job struct {
+	pixels int64
+	images int
+	k      int
+}
+
 // backendFor returns the k-means backend that --backend names, on GPU
 // device, or the CPU and a GPU starting in the background (see gpuStart):
 // cuda waits for it, auto takes it for the inputs that come once it is up,
-// and only when the inputs' pixels add up to at least autoGPUPixels
-// (pixels counts them from the files' headers), since starting CUDA costs
-// more than the GPU saves on less (why says so). Results never depend on
-// the backend.
-func backendFor(name string, device int, pixels func() int64) (b kmeans.Backend, gpu *gpuStart, why string, err error) {
+// and only for jobs the GPU pays for (gpuPays; size measures the job,
+// only for auto), since starting CUDA costs more than the GPU saves on
+// less (why says so). Results never depend on the backend.
+func backendFor(name string, device int, size func() job) (b kmeans.Backend, gpu *gpuStart, why string, err error) {
 	switch name {
 	case "cpu":
 		return kmeans.CPU, nil, "", nil
 	case "cuda":
 		return kmeans.CPU, startGPU(device, true), "", nil
 	case "auto":
-		if n := pixels(); n < autoGPUPixels {
-			return kmeans.CPU, nil, fmt.Sprintf("auto: %.1f MP in all, under the %d MP for which starting the GPU (about 0.3 s) pays; k-means runs on the CPU",
-				float64(n)/1e6, autoGPUPixels/1000000), nil
+		if j := size(); !gpuPays(j) {
+			inputs := "inputs"
+			if j.images == 1 {
+				inputs = "input"
+			}
+			return kmeans.CPU, nil, fmt.Sprintf("auto: %d %s of %.1f MP in all at k = %d, under the %d inputs or %d MP for which starting the GPU (about 0.3 s) pays; k-means runs on the CPU",
+				j.images, inputs, float64(j.pixels)/1e6, j.k, autoGPUImages(j.k), autoGPUPixels/1000000), nil
 		}
 		return kmeans.CPU, startGPU(device, false), "", nil
 	}
 	return nil, nil, "", fmt.Errorf("--backend %q: want auto, cpu or cuda", name)
 }
 
-// autoGPUPixels is the least work, in input pixels, for which --backend
-// auto starts the GPU. On the H100 machine (16 cores; bench/cuda/h100-e2e.md)
-// a process that starts CUDA takes 0.25–0.4 s longer (driver, context,
-// kernels, and the context's teardown at exit), while the GPU's clustering
-// saves 0.05–0.35 s an image against the CPU's: a single image of up to
-// 15 MP was never faster end to end, and the start pays from a few images
-// on.
+// gpuPays reports whether --backend auto starts the GPU for j: from
+// autoGPUPixels input pixels, or from autoGPUImages(k) inputs.
+func gpuPays(j job) bool { return j.pixels >= autoGPUPixels || j.images >= autoGPUImages(j.k) }
+
+// autoGPUPixels is the least input pixels from which --backend auto
+// starts the GPU whatever the number of inputs. On the H100 machine (16
+// cores; bench/cuda/h100-e2e.md) a process that starts CUDA takes
+// 0.25–0.4 s longer (driver, context, kernels, and the context's teardown
+// at exit), while the GPU's clustering saves 0.02–0.2 s an image against
+// the CPU's: a single image of up to 15 MP was never faster end to end,
+// two images of 19 MP were slower by 10–40 %, 16 images of 49.5 MP faster
+// by 11–39 %.
 const autoGPUPixels = 32_000_000
+
+// autoGPUImages is the fewest inputs for which --backend auto starts the
+// GPU at k clusters: what the GPU saves an image grows with k (the same
+// machine, median of 3, kquant quantize of a batch: 8 images of 24.8 MP,
+// k = 256 1.30 s against the CPU's 1.68, k = 16 1.33 against 1.35; 22
+// small ones of 8.4 MP, k = 256 2.00 against 3.17, k = 16 1.77 against
+// 2.04; 2 images, both k, 5–45 % slower; bench/cuda/h100-e2e.md).
+func autoGPUImages(k int) int {
+	switch {
+	case k >= 128:
+		return 6
+	case k >= 32:
+		return 12
+	}
+	return 20
+}
 
 // A gpuStart is a GPU backend starting in the background. The driver, the
 // device's context and the kernels take about 0.25 s on the H100 machine

@@ -110,7 +110,7 @@ func flagSet(cmd string, c *config) *flag.FlagSet {
 		c.fixed = append(c.fixed, cs...)
 		return nil
 	})
-	fs.StringVar(&c.backend, "backend", "auto", "where k-means runs: auto (a GPU if one works and the inputs add up to 32 MP or more, else the CPU), cpu or cuda")
+	fs.StringVar(&c.backend, "backend", "auto", "where k-means runs: auto (a GPU if one works and the job pays for its start: 32 MP, or 6 inputs at k ≥ 128, 12 at k ≥ 32, 20 below; else the CPU), cpu or cuda")
 	fs.IntVar(&c.device, "device", 0, "the GPU to use (see kquant devices)")
 	fs.Func("algo", "assignment `algorithm`: auto, lloyd, bounds, wuhong, gemm or kdtree (the result is the same)", func(s string) error {
 		switch a := kmeans.Algorithm(s); a {

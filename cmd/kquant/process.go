@@ -40,14 +40,14 @@ type runner struct {
 // execute runs a parsed command line and returns the exit status.
 func execute(ctx context.Context, cfg *config, stdout, stderr io.Writer, term *os.File) int {
 	ins, inErrs := expandInputs(cfg.inputs, cfg.recursive)
-	backend, gpu, why, err := backendFor(cfg.backend, cfg.device, func() int64 {
-		var n int64
+	backend, gpu, why, err := backendFor(cfg.backend, cfg.device, func() job {
+		j := job{images: len(ins), k: cfg.k}
 		for _, in := range ins {
 			if w, h, err := imgio.Size(in.path); err == nil {
-				n += int64(w) * int64(h)
+				j.pixels += int64(w) * int64(h)
 			}
 		}
-		return n
+		return j
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "kquant: %v\n", err)
