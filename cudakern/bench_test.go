@@ -647,3 +647,46 @@ func BenchmarkLloydSteps(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkOpen: what opening a session costs (the stages of a whole run
+// open two: the reduced set and all colours): a device allocation and
+// free of 64 KiB and of 4 MiB, the host's layout and packing of the
+// deduplicated colours of altai-5120.png and graf1.png, and Open + Close
+// of a session on them (k = 256, the engine's options).
+func BenchmarkOpen(b *testing.B) {
+	g := gpu(b)
+	for _, size := range []int{64 << 10, 4 << 20} {
+		b.Run(fmt.Sprintf("alloc-free/%dKiB", size>>10), func(b *testing.B) {
+			for range b.N {
+				if err := g.w.do(func() error {
+					p, err := g.alloc(size)
+					g.free(p)
+					return err
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, name := range []string{"altai-5120.png", "graf1.png"} {
+		colors, counts, _ := UniqueRGB(loadPixels(b, name))
+		pts := colourPoints(colors, counts, "rgb")
+		b.Run(name+"/layout", func(b *testing.B) {
+			for range b.N {
+				L := planLayout(pts)
+				L.pack(pts)
+			}
+		})
+		for _, algo := range []kmeans.Algorithm{kmeans.Auto, kmeans.GEMM} {
+			b.Run(fmt.Sprintf("%s/open-close/%s", name, algo), func(b *testing.B) {
+				for range b.N {
+					s, err := g.Open(pts, kmeans.SessionOptions{MaxK: 256, Algorithm: algo})
+					if err != nil {
+						b.Fatal(err)
+					}
+					s.Close()
+				}
+			})
+		}
+	}
+}

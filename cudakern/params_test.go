@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -669,6 +670,84 @@ func TestCellAuto(t *testing.T) {
 		s := &session{pts: pts, L: layout{dim: c.dim, n: c.n}}
 		if got := s.cellAuto(c.k); got != c.want {
 			t.Errorf("n = %d, k = %d, dim %d, weighted %v: cellAuto %v, want %v", c.n, c.k, c.dim, c.weighted, got, c.want)
+		}
+	}
+}
+
+// BenchmarkPlanLayout: the host's share of opening a session on the
+// deduplicated colours of altai-5120.png (the engine's last stage of a
+// quantize run): the layout's passes over the points and the packing of
+// the point words.
+func BenchmarkPlanLayout(b *testing.B) {
+	colors, counts, _ := UniqueRGB(loadPixels(b, "altai-5120.png"))
+	pts := colourPoints(colors, counts, "rgb")
+	b.Logf("%d colours", pts.Len())
+	b.Run("plan", func(b *testing.B) {
+		for range b.N {
+			planLayout(pts)
+		}
+	})
+	L := planLayout(pts)
+	b.Run("pack", func(b *testing.B) {
+		for range b.N {
+			L.pack(pts)
+		}
+	})
+}
+
+// TestLayoutPasses: the layout's parallel passes (bounds, steps) give what
+// one plain pass over the points gives, on sets that span many pieces of
+// parallelRange: Scale-8 colours, steps of 3 and 12, a constant axis,
+// offsets that break a power-of-two step late, dims 1 to 4.
+func TestLayoutPasses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct {
+		name string
+		dim  int
+		gen  func(i, j int) int32
+	}{
+		{"colours", 3, func(i, j int) int32 { return int32(rng.IntN(256) * kmeans.Scale) }},
+		{"step 3", 3, func(i, j int) int32 { return int32(3*rng.IntN(500) - 700) }},
+		{"step 12", 2, func(i, j int) int32 { return int32(12 * rng.IntN(100)) }},
+		{"constant axis", 3, func(i, j int) int32 {
+			if j == 1 {
+				return 40
+			}
+			return int32(8 * rng.IntN(256))
+		}},
+		{"late odd offset", 3, func(i, j int) int32 {
+			if i == 150_001 && j == 2 {
+				return 8*17 + 4
+			}
+			return int32(8 * rng.IntN(256))
+		}},
+		{"dim 1", 1, func(i, j int) int32 { return int32(16 * rng.IntN(100)) }},
+		{"dim 4", 4, func(i, j int) int32 { return int32(2 * rng.IntN(1000)) }},
+	} {
+		n := 200_003
+		pts := &kmeans.Points{Dim: c.dim, Coords: make([]int32, n*c.dim)}
+		for i := range n {
+			for j := range c.dim {
+				pts.Coords[i*c.dim+j] = c.gen(i, j)
+			}
+		}
+		lo, hi := pts.Bounds()
+		glo, ghi := bounds(pts)
+		if !slices.Equal(lo, glo) || !slices.Equal(hi, ghi) {
+			t.Errorf("%s: bounds %v %v, want %v %v", c.name, glo, ghi, lo, hi)
+		}
+		L := layout{dim: c.dim, n: n, lo: make([]int64, c.dim)}
+		for j := range c.dim {
+			L.lo[j] = int64(lo[j])
+		}
+		var want [4]uint64
+		for i := range n {
+			for j := range c.dim {
+				want[j] = gcd(want[j], uint64(int64(pts.Coords[i*c.dim+j])-L.lo[j]))
+			}
+		}
+		if got := L.steps(pts); got != want {
+			t.Errorf("%s: steps %v, want %v", c.name, got, want)
 		}
 	}
 }
