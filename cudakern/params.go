@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/kquant/kquant/internal/par"
 	"github.com/kquant/kquant/kmeans"
 )
 
@@ -131,7 +132,7 @@ func planLayout(pts *kmeans.Points) layout {
 	if n == 0 {
 		return L
 	}
-	lo, hi := bounds(pts)
+	lo, hi := pts.Bounds()
 	var rp int64
 	for j := range dim {
 		L.lo[j], L.hi[j] = int64(lo[j]), int64(hi[j])
@@ -162,48 +163,6 @@ func planLayout(pts *kmeans.Points) layout {
 	return L
 }
 
-// bounds returns the least and greatest coordinate of pts on each axis
-// (pts.Bounds, on all cores: opening a session on a million colours made
-// a pass take milliseconds on one).
-func bounds(pts *kmeans.Points) (lo, hi []int32) {
-	dim := pts.Dim
-	lo, hi = make([]int32, dim), make([]int32, dim)
-	for j := range dim {
-		lo[j], hi[j] = math.MaxInt32, math.MinInt32
-	}
-	var mu sync.Mutex
-	parallelRange(pts.Len(), func(a, b int) {
-		l, h := make([]int32, dim), make([]int32, dim)
-		for j := range dim {
-			l[j], h[j] = math.MaxInt32, math.MinInt32
-		}
-		if dim == 3 { // colours
-			l0, l1, l2, h0, h1, h2 := l[0], l[1], l[2], h[0], h[1], h[2]
-			c := pts.Coords[3*a : 3*b]
-			for i := 0; i+3 <= len(c); i += 3 {
-				x := c[i : i+3 : i+3]
-				l0, h0 = min(l0, x[0]), max(h0, x[0])
-				l1, h1 = min(l1, x[1]), max(h1, x[1])
-				l2, h2 = min(l2, x[2]), max(h2, x[2])
-			}
-			l[0], l[1], l[2], h[0], h[1], h[2] = l0, l1, l2, h0, h1, h2
-		} else {
-			for i := a * dim; i < b*dim; i += dim {
-				for j, v := range pts.Coords[i : i+dim] {
-					l[j] = min(l[j], v)
-					h[j] = max(h[j], v)
-				}
-			}
-		}
-		mu.Lock()
-		for j := range dim {
-			lo[j], hi[j] = min(lo[j], l[j]), max(hi[j], h[j])
-		}
-		mu.Unlock()
-	})
-	return lo, hi
-}
-
 // steps returns, per axis, the greatest common divisor of the points'
 // offsets from L.lo (0 where they are all 0), on all cores. An offset
 // that the divisor so far already divides leaves it unchanged, which for
@@ -214,29 +173,7 @@ func (L *layout) steps(pts *kmeans.Points) [4]uint64 {
 	var mu sync.Mutex
 	parallelRange(L.n, func(a, b int) {
 		var gl [4]uint64
-		ok := func(j int) bool { return gl[j] != 0 && gl[j]&(gl[j]-1) == 0 }
-		i := a * dim
-		for ; i < b*dim && !(ok(0) && (dim < 2 || ok(1)) && (dim < 3 || ok(2)) && (dim < 4 || ok(3))); i += dim {
-			for j, v := range pts.Coords[i : i+dim] {
-				gl[j] = gcd(gl[j], uint64(int64(v)-L.lo[j]))
-			}
-		}
-		if dim == 3 && i < b*dim {
-			// every step a power of two: a mask test a coordinate, and
-			// the divisions only where one fails
-			m0, m1, m2 := gl[0]-1, gl[1]-1, gl[2]-1
-			lo0, lo1, lo2 := L.lo[0], L.lo[1], L.lo[2]
-			c := pts.Coords[i : b*dim]
-			var bad uint64
-			for u := 0; u+3 <= len(c); u += 3 {
-				x := c[u : u+3 : u+3]
-				bad |= uint64(int64(x[0])-lo0)&m0 | uint64(int64(x[1])-lo1)&m1 | uint64(int64(x[2])-lo2)&m2
-			}
-			if bad == 0 {
-				i = b * dim
-			}
-		}
-		for ; i < b*dim; i += dim {
+		for i := a * dim; i < b*dim; i += dim {
 			for j, v := range pts.Coords[i : i+dim] {
 				d := uint64(int64(v) - L.lo[j])
 				if gj := gl[j]; gj != 0 && gj&(gj-1) == 0 && d&(gj-1) == 0 {
@@ -656,23 +593,6 @@ func (L *layout) centres(centroids []int32, cent []float32) {
 	}
 }
 
-// parallelRange runs f over [0, n) in a few pieces on separate goroutines.
-func parallelRange(n int, f func(a, b int)) {
-	const piece = 1 << 14
-	if n <= piece {
-		f(0, n)
-		return
-	}
-	workers := min(maxProcs(), (n+piece-1)/piece)
-	done := make(chan struct{}, workers)
-	step := (n + workers - 1) / workers
-	for w := range workers {
-		go func(a int) {
-			f(a, min(n, a+step))
-			done <- struct{}{}
-		}(w * step)
-	}
-	for range workers {
-		<-done
-	}
-}
+// parallelRange runs f over [0, n) in pieces of at least 16 384 points on
+// separate goroutines.
+func parallelRange(n int, f func(a, b int)) { par.Ranges(maxProcs(), n, 1<<14, f) }

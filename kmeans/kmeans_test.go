@@ -1019,3 +1019,32 @@ func TestSuccessiveHalving(t *testing.T) {
 		t.Errorf("the answer is start %d, not one that went on (%v)", m.Start, kept)
 	}
 }
+
+// TestBounds: Bounds (on several goroutines from 2·boundsPiece points,
+// with a loop of its own for three dimensions) gives the least and
+// greatest coordinate of one plain pass, extremes placed anywhere.
+func TestBounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, dim := range []int{1, 2, 3, 4, 5} {
+		for _, n := range []int{1, 1000, 2*boundsPiece - 1, 2 * boundsPiece, 100_003} {
+			p := &Points{Dim: dim, Coords: make([]int32, n*dim)}
+			for i := range p.Coords {
+				p.Coords[i] = int32(rng.IntN(4001)) - 2000
+			}
+			p.Coords[rng.IntN(len(p.Coords))] = -70_000
+			p.Coords[rng.IntN(len(p.Coords))] = 70_000
+			lo, hi := make([]int32, dim), make([]int32, dim)
+			for j := range dim {
+				lo[j], hi[j] = p.Coords[j], p.Coords[j]
+			}
+			for i := 0; i < len(p.Coords); i += dim {
+				for j := range dim {
+					lo[j], hi[j] = min(lo[j], p.Coords[i+j]), max(hi[j], p.Coords[i+j])
+				}
+			}
+			if glo, ghi := p.Bounds(); !slices.Equal(glo, lo) || !slices.Equal(ghi, hi) {
+				t.Errorf("dim %d, n = %d: Bounds %v %v, want %v %v", dim, n, glo, ghi, lo, hi)
+			}
+		}
+	}
+}

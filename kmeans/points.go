@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
+	"sync"
+
+	"github.com/kquant/kquant/internal/par"
 )
 
 // Scale is the number of grid steps per unit that colour points use: a
@@ -64,14 +68,49 @@ func (p *Points) TotalWeight() uint64 {
 
 // Bounds returns the smallest and largest value of each coordinate.
 func (p *Points) Bounds() (lo, hi []int32) {
+	n := p.Len()
+	if n < 2*boundsPiece {
+		return p.bounds(0, n)
+	}
+	// on all cores: every session's Open and Validate pass over the points
+	lo, hi = p.bounds(0, 0)
+	var mu sync.Mutex
+	par.Ranges(runtime.GOMAXPROCS(0), p.Len(), boundsPiece, func(a, b int) {
+		l, h := p.bounds(a, b)
+		mu.Lock()
+		for j := range lo {
+			lo[j], hi[j] = min(lo[j], l[j]), max(hi[j], h[j])
+		}
+		mu.Unlock()
+	})
+	return lo, hi
+}
+
+// boundsPiece is the fewest points a goroutine of Bounds takes.
+const boundsPiece = 1 << 14
+
+// bounds returns the bounds of points [a, b) (MaxInt32 and MinInt32 where
+// there are none).
+func (p *Points) bounds(a, b int) (lo, hi []int32) {
 	lo = make([]int32, p.Dim)
 	hi = make([]int32, p.Dim)
 	for j := range lo {
 		lo[j], hi[j] = math.MaxInt32, math.MinInt32
 	}
-	for i := 0; i < len(p.Coords); i += p.Dim {
-		for j := 0; j < p.Dim; j++ {
-			v := p.Coords[i+j]
+	if p.Dim == 3 { // colours: the axes in registers
+		l0, l1, l2, h0, h1, h2 := lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]
+		c := p.Coords[3*a : 3*b]
+		for i := 0; i+3 <= len(c); i += 3 {
+			x := c[i : i+3 : i+3]
+			l0, h0 = min(l0, x[0]), max(h0, x[0])
+			l1, h1 = min(l1, x[1]), max(h1, x[1])
+			l2, h2 = min(l2, x[2]), max(h2, x[2])
+		}
+		lo[0], lo[1], lo[2], hi[0], hi[1], hi[2] = l0, l1, l2, h0, h1, h2
+		return lo, hi
+	}
+	for i := a * p.Dim; i < b*p.Dim; i += p.Dim {
+		for j, v := range p.Coords[i : i+p.Dim] {
 			lo[j] = min(lo[j], v)
 			hi[j] = max(hi[j], v)
 		}
