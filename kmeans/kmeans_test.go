@@ -1048,3 +1048,24 @@ func TestBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestTotalWeight: TotalWeight (on several goroutines from 2·boundsPiece
+// points) sums every weight, past 2³² in all; without weights it counts
+// the points.
+func TestTotalWeight(t *testing.T) {
+	for _, n := range []int{0, 1, 2*boundsPiece - 1, 2 * boundsPiece, 100_003} {
+		p := &Points{Dim: 1, Coords: make([]int32, n), Weights: make([]uint32, n)}
+		var want uint64
+		for i := range p.Weights {
+			p.Weights[i] = uint32(i)*2654435761 | 1<<31
+			want += uint64(p.Weights[i])
+		}
+		if got := p.TotalWeight(); got != want {
+			t.Errorf("n = %d: TotalWeight %d, want %d", n, got, want)
+		}
+		p.Weights = nil
+		if got := p.TotalWeight(); got != uint64(n) {
+			t.Errorf("n = %d, no weights: TotalWeight %d", n, got)
+		}
+	}
+}

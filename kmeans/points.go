@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kquant/kquant/internal/par"
 )
@@ -59,8 +60,18 @@ func (p *Points) TotalWeight() uint64 {
 	if p.Weights == nil {
 		return uint64(p.Len())
 	}
+	n := len(p.Weights)
+	if n < 2*boundsPiece {
+		return sumWeights(p.Weights)
+	}
+	var t atomic.Uint64 // on all cores, as Bounds
+	par.Ranges(runtime.GOMAXPROCS(0), n, boundsPiece, func(a, b int) { t.Add(sumWeights(p.Weights[a:b])) })
+	return t.Load()
+}
+
+func sumWeights(ws []uint32) uint64 {
 	var t uint64
-	for _, w := range p.Weights {
+	for _, w := range ws {
 		t += uint64(w)
 	}
 	return t
@@ -86,7 +97,8 @@ func (p *Points) Bounds() (lo, hi []int32) {
 	return lo, hi
 }
 
-// boundsPiece is the fewest points a goroutine of Bounds takes.
+// boundsPiece is the fewest points a goroutine of Bounds or TotalWeight
+// takes.
 const boundsPiece = 1 << 14
 
 // bounds returns the bounds of points [a, b) (MaxInt32 and MinInt32 where
@@ -164,13 +176,14 @@ func (p *Points) validate(extra []int32) error {
 			return ErrRange
 		}
 	}
-	hiw, lossw := bits.Mul64(maxDist, p.TotalWeight())
+	tw := p.TotalWeight()
+	hiw, lossw := bits.Mul64(maxDist, tw)
 	if hiw != 0 || lossw >= 1<<63 {
 		return ErrRange
 	}
 	for j := range lo {
 		m := max(uint64(absInt32(lo[j])), uint64(absInt32(hi[j])))
-		hiS, loS := bits.Mul64(m, p.TotalWeight())
+		hiS, loS := bits.Mul64(m, tw)
 		if hiS != 0 || loS >= 1<<63 {
 			return ErrRange
 		}
