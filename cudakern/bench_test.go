@@ -81,6 +81,7 @@ func benchAssign(b *testing.B, pts *kmeans.Points, k int, mode string) {
 	b.ReportMetric(ms, "kernel-ms")
 	b.ReportMetric(float64(pts.Len())*float64(k)/(ms*1e6), "pairs/ns")
 	b.ReportMetric(float64(info(s).fallbacks)/float64(pts.Len()), "fallback-share")
+	b.ReportMetric(float64(info(s).work)/(float64(pts.Len())*float64(k)), "searched-share")
 	// against the decoded image (4 bytes a pixel, NRGBA) when the points are
 	// pixels
 	b.ReportMetric(float64(int64(free0)-int64(free1))/1e6, "device-MB")
@@ -90,7 +91,7 @@ func benchAssign(b *testing.B, pts *kmeans.Points, k int, mode string) {
 	if !info(s).fast {
 		b.Log("exact kernel, not the tensor-core one")
 	}
-	b.Logf("kernel %s", info(s).kernel)
+	b.Logf("kernel %s (tiles %v)", info(s).kernel, info(s).tile)
 }
 
 // BenchmarkAssignPixels: one Lloyd assignment over all 14.7 M pixels of
@@ -98,7 +99,11 @@ func benchAssign(b *testing.B, pts *kmeans.Points, k int, mode string) {
 // then the integer tensor-core (ima), integer (idp), scalar and fp16
 // tensor-core variants forced, for comparison.
 func BenchmarkAssignPixels(b *testing.B) {
-	px := loadPixels(b, "altai-5120.png")
+	img := "altai-5120.png"
+	if v := os.Getenv("KQUANT_BENCH_IMAGE"); v != "" {
+		img = v // another image's pixels (graf1.png: fine texture)
+	}
+	px := loadPixels(b, img)
 	pts := colourPoints(px, nil, "rgb")
 	runs := []struct {
 		variant string
@@ -107,7 +112,8 @@ func BenchmarkAssignPixels(b *testing.B) {
 	}{
 		{"auto", []int{16, 64, 256, 1024}, []string{"steady", "fresh"}},
 		{"ima", []int{16, 64, 128, 256, 1024}, []string{"steady"}},
-		{"idp", []int{16, 32, 64, 128, 256}, []string{"steady"}},
+		{"idp", []int{8, 16, 32, 64, 128, 256}, []string{"steady"}},
+		{"tile", []int{8, 16, 32, 64, 128, 256}, []string{"steady", "fresh"}},
 		{"cell", []int{16, 64, 128, 256, 512, 1024}, []string{"steady", "fresh"}},
 		{"small", []int{16, 32}, []string{"steady"}},
 		{"m4", []int{16, 64, 128, 256, 512, 1024}, []string{"steady"}},
@@ -170,7 +176,7 @@ func million(b *testing.B) *kmeans.Points {
 func BenchmarkAssignUnique(b *testing.B) {
 	pts := million(b)
 	b.Logf("%d unique colours", pts.Len())
-	vs := []string{"auto", "ima", "idp", "cell", "m4"}
+	vs := []string{"auto", "ima", "idp", "tile", "cell", "m4"}
 	if variants() == 1 {
 		vs = vs[:1]
 	}
@@ -539,7 +545,7 @@ func BenchmarkSmallSets(b *testing.B) {
 					var total float64
 					assignFresh(b, s, benchCentroids(set.pts, k), func() { total += info(s).ms })
 					b.ReportMetric(total/float64(b.N), "kernel-ms")
-					b.Logf("kernel %s", info(s).kernel)
+					b.Logf("kernel %s (tiles %v)", info(s).kernel, info(s).tile)
 				})
 			}
 		}

@@ -198,6 +198,7 @@ type worker struct {
 	next     atomic.Pointer[job] // the job handed over, until the worker takes it
 	sleeping atomic.Bool         // the worker is parked, or about to, on wake
 	wake     chan struct{}       // one token wakes the worker
+	closed   bool                // set by the last job (release): serve returns
 }
 
 // job is one call of do.
@@ -256,12 +257,30 @@ func workerFor(a *driverAPI, ordinal int) (*worker, error) {
 	return w, nil
 }
 
-// serve runs the jobs handed to w, for ever.
+// serve runs the jobs handed to w until release has run.
 func (w *worker) serve() {
-	for {
+	for !w.closed {
 		j := w.take()
 		j.run()
 	}
+}
+
+// release releases w's primary context on its thread, which then ends;
+// later jobs fail. It forgets w, so that the next workerFor of its device
+// starts a new one.
+func (w *worker) release(a *driverAPI, ordinal int) error {
+	workersMu.Lock()
+	if workers[ordinal] == w {
+		delete(workers, ordinal)
+	}
+	workersMu.Unlock()
+	return w.do(func() error {
+		w.closed = true
+		if a.cuDevicePrimaryCtxReleaseV2 == nil {
+			return nil // the driver releases it at exit
+		}
+		return a.check("cuDevicePrimaryCtxRelease", a.cuDevicePrimaryCtxReleaseV2(w.dev))
+	})
 }
 
 // take waits for the next job: spinning for spinIdle, then parked until a
@@ -301,10 +320,16 @@ func (j *job) run() {
 	j.err = j.f()
 }
 
+// errReleased is what jobs get from a worker whose context was released.
+var errReleased = errors.New("cudakern: the device's context was released (Backend.Close)")
+
 // do runs f on the worker's thread and waits for it.
 func (w *worker) do(f func() error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return errReleased
+	}
 	j := &job{f: f, fin: make(chan struct{})}
 	w.next.Store(j)
 	if w.sleeping.Load() {

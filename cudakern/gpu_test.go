@@ -366,8 +366,16 @@ func kernelPointSets(t *testing.T, rng *rand.Rand, step, levels int) []*kmeans.P
 // of the fast kernels' range; on 1, 2 and 4 dimensions; and another kernel
 // wherever idpFits refuses (here: a grid step that differs between axes).
 func TestIntegerKernel(t *testing.T) {
+	for _, variant := range []string{"idp", "tile"} {
+		t.Run(variant, func(t *testing.T) { testIntegerKernel(t, variant) })
+	}
+}
+
+// testIntegerKernel is TestIntegerKernel for one variant: idp searches
+// every centroid, tile each tile's centroids left by its box (flagTile).
+func testIntegerKernel(t *testing.T, variant string) {
 	b := gpu(t)
-	t.Setenv("KQUANT_CUDA_KERNEL", "idp")
+	t.Setenv("KQUANT_CUDA_KERNEL", variant)
 	rng := rand.New(rand.NewPCG(29, 30))
 	sets := kernelPointSets(t, rng, 4, 200)
 	var used, refused int
@@ -389,6 +397,9 @@ func TestIntegerKernel(t *testing.T) {
 			if (in.kernel == kIDPP8) != ok {
 				t.Errorf("dim %d, assign %d: kernel %s, idpFits %v", pts.Dim, i, in.kernel, ok)
 			}
+			if in.kernel == kIDPP8 && in.tile != (variant == "tile") {
+				t.Errorf("dim %d, assign %d: %s searched by tiles: %v", pts.Dim, i, variant, in.tile)
+			}
 			if ok {
 				used++
 			} else {
@@ -396,7 +407,7 @@ func TestIntegerKernel(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("integer kernel: %d assignments, %d refused", used, refused)
+	t.Logf("integer kernel (%s): %d assignments, %d refused", variant, used, refused)
 	if refused == 0 || used == 0 {
 		t.Error("the integer kernel took all or none of the assignments")
 	}
@@ -1031,5 +1042,53 @@ func TestLloydSteps(t *testing.T) {
 		}
 		t.Logf("%s %s k=%d: %d iterations batched, as the host's", c.name, c.space, c.k, len(got))
 		s.Close()
+	}
+}
+
+// TestClose: Close releases the device; a session opened before fails
+// with errReleased (and closes without one), a second Close does nothing,
+// and New starts the device afresh, with the same results as before.
+func TestClose(t *testing.T) {
+	b := gpu(t)
+	pts := colourPoints(loadPixels(t, "smarties.png"), nil, "rgb")
+	cent := benchCentroids(pts, 16)
+	ctx := context.Background()
+	assign := func(b *Backend) kmeans.Stats {
+		s, err := b.Open(pts, kmeans.SessionOptions{MaxK: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var st kmeans.Stats
+		if err := s.Assign(ctx, cent, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	want := assign(b)
+	s, err := b.Open(pts, kmeans.SessionOptions{MaxK: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var st kmeans.Stats
+	if err := s.Assign(ctx, cent, &st); !errors.Is(err, errReleased) {
+		t.Errorf("Assign after Close: %v, want errReleased", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("closing a session after Close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	b2 := gpu(t)
+	if b2 == b {
+		t.Fatal("New after Close returned the closed Backend")
+	}
+	got := assign(b2)
+	if got.Inertia != want.Inertia || !slices.Equal(got.Counts, want.Counts) {
+		t.Errorf("after Close and New: inertia %d, counts %v; before %d, %v", got.Inertia, got.Counts, want.Inertia, want.Counts)
 	}
 }

@@ -941,6 +941,120 @@ __device__ __forceinline__ int cell_key16(const Params& p, const int4* sc, int k
 // QN quads of points per lane: a warp takes 128·QN points a step. CELL:
 // each point searches only its cell's list (1: kq_cell_p8, 2: kq_cell16_p8,
 // whose keys keep score and index apart).
+// ------------------------------------------------- tile-pruned search
+//
+// With F_TILE, kq_idp_p8 searches a warp's tile (its 128·QN points, whole
+// runs of neighbouring pixels, which have close colours) against only the
+// centroids that may be nearest to some point of the tile's bounding box.
+// The warp finds the box (per axis, the least and greatest byte), z, the
+// centroid whose key is least at the box's centre, and drops every c with
+//   score_c(q~) - score_z(q~) > 0 at every q~ of the box:
+// the difference is (|c''|^2 - |z''|^2) + Σ_j (coef_cj - coef_zj)·q~_j,
+// exact in int32 (|score - M| < 2^23, |coef| < 2^15, |q~| ≤ 128), whose
+// least value over the box takes each axis at its low or high end. A
+// dropped c loses to z at every point of the tile, so it is never the least
+// key there (nor tied with it), and the search over the rest gives the
+// same keys as over all kq. The centroids kept are searched in ascending
+// order, each for all the lane's points (warp-uniform, like the full
+// loop). The kernel adds the centroids searched, times the tile's points,
+// to scal[3], so that the host can stop searching by tiles where their
+// boxes keep most centroids (colours spread over every tile: noise, fine
+// texture), where the box costs more than it saves.
+
+#define F_TILE 256  // kq_idp_p8: search each tile's centroids left by its box
+
+// The least and greatest of a value over the warp (redux.sync from sm_80).
+__device__ __forceinline__ u32 warp_umin(u32 v) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_min_sync(0xffffffffu, v);
+#else
+    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+#endif
+}
+
+__device__ __forceinline__ u32 warp_umax(u32 v) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(0xffffffffu, v);
+#else
+    for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+#endif
+}
+
+__device__ __forceinline__ int warp_imin(int v) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_min_sync(0xffffffffu, v);
+#else
+    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+#endif
+}
+
+// tile_search runs pairs(sc[c]) for each centroid c < kq that the warp's
+// tile box leaves in (see above) and returns how many those were. Every
+// lane of the warp calls it with its tile's raw point words v.
+template <int QN, typename F>
+__device__ __forceinline__ int tile_search(const int4* sc, int kq, u32 xmask, const uint4 (&v)[QN], F pairs) {
+    // the box: bytes 0 and 2 (1 and 3) of each word as 16-bit halves
+    u32 mn02 = 0x00ff00ffu, mx02 = 0, mn13 = 0x00ff00ffu, mx13 = 0;
+#pragma unroll
+    for (int h = 0; h < QN; h++) {
+        const u32 w[4] = {v[h].x, v[h].y, v[h].z, v[h].w};
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const u32 e02 = __byte_perm(w[u], 0, 0x4240), e13 = __byte_perm(w[u], 0, 0x4341);
+            mn02 = __vminu2(mn02, e02), mx02 = __vmaxu2(mx02, e02);
+            mn13 = __vminu2(mn13, e13), mx13 = __vmaxu2(mx13, e13);
+        }
+    }
+    const u32 all = 0xffffffffu;
+    // q~_j = byte_j ^ 0x80 as a signed byte: byte_j - 128 on the axes of
+    // xmask (the others have coef 0 and do not matter)
+    int lo[4], hi[4];
+    lo[0] = (int)warp_umin(mn02 & 0xffffu) - 128;
+    hi[0] = (int)warp_umax(mx02 & 0xffffu) - 128;
+    lo[1] = (int)warp_umin(mn13 & 0xffffu) - 128;
+    hi[1] = (int)warp_umax(mx13 & 0xffffu) - 128;
+    lo[2] = (int)warp_umin(mn02 >> 16) - 128;
+    hi[2] = (int)warp_umax(mx02 >> 16) - 128;
+    lo[3] = (int)warp_umin(mn13 >> 16) - 128;
+    hi[3] = (int)warp_umax(mx13 >> 16) - 128;
+    u32 cw = 0;  // the box's centre as signed bytes
+#pragma unroll
+    for (int j = 0; j < 4; j++) cw |= (u32)((lo[j] + hi[j]) >> 1 & 0xff) << (8 * j);
+    cw &= xmask * 0xffu >> 7;  // (axes outside xmask: 0)
+    int zkey = 0x7fffffff;
+    for (int c = threadIdx.x & 31; c < kq; c += 32) {
+        const int4 m = sc[c];
+        const int s = dp2hi(m.y, cw, dp2lo(m.x, cw, m.z));
+        zkey = min(zkey, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
+    }
+    zkey = warp_imin(zkey);
+    const int4 z = sc[zkey & 255];  // the table's entry j holds centroid j
+    const int zc[4] = {(int)((u32)z.x << 16) >> 16, z.x >> 16, (int)((u32)z.y << 16) >> 16, z.y >> 16};
+    int kept = 0;
+    for (int c0 = 0; c0 < kq; c0 += 32) {
+        const int c = c0 + (threadIdx.x & 31);
+        bool keep = false;
+        if (c < kq) {
+            const int4 m = sc[c];
+            const int mc[4] = {(int)((u32)m.x << 16) >> 16, m.x >> 16, (int)((u32)m.y << 16) >> 16, m.y >> 16};
+            int d = m.z - z.z;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int dc = mc[j] - zc[j];
+                d += min(dc * lo[j], dc * hi[j]);
+            }
+            keep = d <= 0;
+        }
+        u32 mask = __ballot_sync(all, keep);
+        kept += __popc(mask);
+        for (; mask; mask &= mask - 1) pairs(sc[c0 + __ffs(mask) - 1]);
+    }
+    return kept;
+}
+
 template <int QN, int CELL, bool WEIGHTED = true>
 __device__ __forceinline__ void idp_body(const Params& p) {
     constexpr int NP = 4 * QN, TILE = 128 * QN;
@@ -951,8 +1065,10 @@ __device__ __forceinline__ void idp_body(const Params& p) {
     u32* sacc = (u32*)(sc + kq);
     const int nslots = k * (1 + dim);
     __shared__ u64 red[3 * 8];
+    __shared__ u32 tile_kept;  // F_TILE: Σ over the block's tiles of the centroids searched
     for (int i = threadIdx.x; i < kq; i += blockDim.x) sc[i] = ((const int4*)p.frag)[i];
     for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
+    if (threadIdx.x == 0) tile_kept = 0;
     __syncthreads();
 
     const int flags = p.flags;
@@ -982,6 +1098,7 @@ __device__ __forceinline__ void idp_body(const Params& p) {
     // kq_idp_p8: the next tile's loads are in flight while this one is
     // searched (the cell kernels have no registers to spare)
     constexpr bool PREFETCH = CELL == 0;
+    const bool tile_on = CELL == 0 && (flags & F_TILE);
     uint4 nv[QN];
     uint2 nold[QN];
     if (PREFETCH) fetch(gw * TILE, nv, nold);
@@ -1012,14 +1129,20 @@ __device__ __forceinline__ void idp_body(const Params& p) {
 #pragma unroll
             for (int t = 0; t < NP; t++) key[t] = cell_key(p, sc, kq, pw[t], pw[t] ^ xmask);
         } else {
-#pragma unroll 4
-            for (int c = 0; c < kq; c++) {
-                const int4 m = sc[c];
+            auto pairs = [&](const int4 m) {
 #pragma unroll
                 for (int t = 0; t < NP; t++) {
                     const int s = dp2hi(m.y, pw[t], dp2lo(m.x, pw[t], m.z));
                     key[t] = min(key[t], (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
                 }
+            };
+            if (tile_on) {
+                // only the centroids that the tile's box leaves in
+                const int kept = tile_search(sc, kq, xmask, cv, pairs);
+                if (lane == 0) atomicAdd(&tile_kept, (u32)kept);
+            } else {
+#pragma unroll 4
+                for (int c = 0; c < kq; c++) pairs(sc[c]);
             }
         }
         // unweighted points: the tile's scores (key >> 8), squared norms
@@ -1117,6 +1240,8 @@ __device__ __forceinline__ void idp_body(const Params& p) {
     else
         flush(sacc, nslots, (u64*)p.acc);
     block_scalars(p, inertia, movedw, 0, red);
+    // the distances computed: scal[3], as the pruned kernels count them
+    if (tile_on && threadIdx.x == 0 && tile_kept) atomicAdd((u64*)p.scal + 3, (u64)tile_kept * TILE);
 }
 
 // Three blocks an SM (80 registers) leave room for the next tile's loads.

@@ -36,6 +36,7 @@ const (
 	flagFreshAcc  = 2
 	flagAcc32     = 4
 	flagAggregate = 8
+	flagTile      = 256 // kq_idp_p8: search each tile against the centroids its box leaves in
 
 	fmtP8  = 0
 	fmtP16 = 1

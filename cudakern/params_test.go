@@ -615,15 +615,17 @@ func BenchmarkHostTables(b *testing.B) {
 	})
 }
 
-// TestCellConstants: the cell-pruned kernel's table sizes agree between
-// kernels.cu and the session that allocates the table.
+// TestCellConstants: the cell-pruned kernel's table sizes, and the
+// labelling kernels' flags, agree between kernels.cu and the session.
 func TestCellConstants(t *testing.T) {
 	src, err := os.ReadFile("kernels.cu")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]int{"CELL_BITS": cellBits, "CELL_CAP": cellCap, "CELL_CAP16": cellCap16,
-		"CELL_SUB_BITS": cellSubBits, "CELL_MAXK": idpMaxK, "CELL_MAXK16": cellWideMaxK} {
+		"CELL_SUB_BITS": cellSubBits, "CELL_MAXK": idpMaxK, "CELL_MAXK16": cellWideMaxK,
+		"F_ALL_MOVED": flagAllMoved, "F_FRESH_ACC": flagFreshAcc, "F_ACC32": flagAcc32, "F_AGGREGATE": flagAggregate,
+		"F_NO_ACC": flagNoAcc, "F_TILE": flagTile} {
 		var got int
 		found := false
 		for _, line := range strings.Split(string(src), "\n") {
@@ -651,7 +653,9 @@ func TestCellAuto(t *testing.T) {
 		want      bool
 	}{
 		{14_745_600, 16, 3, false, false},
-		{14_745_600, 64, 3, false, true},
+		{14_745_600, 64, 3, false, false},
+		{14_745_600, 128, 3, false, false},
+		{14_745_600, 256, 3, false, true},
 		{14_745_600, 1024, 3, false, true},
 		{14_745_600, 2048, 3, false, false},
 		{100_000, 64, 4, false, false},
@@ -670,6 +674,47 @@ func TestCellAuto(t *testing.T) {
 		if got := s.cellAuto(c.k); got != c.want {
 			t.Errorf("n = %d, k = %d, dim %d, weighted %v: cellAuto %v, want %v", c.n, c.k, c.dim, c.weighted, got, c.want)
 		}
+	}
+}
+
+// TestTileAuto: kq_idp_p8 searches by tiles from tileMinK centroids on
+// when Assign picks, always with the tile variant forced, never with idp
+// forced; after a pass whose boxes kept more than tileMaxShare of the
+// centroids, the next tileRetry passes search in full.
+func TestTileAuto(t *testing.T) {
+	const n = 1000
+	for _, c := range []struct {
+		variant string
+		k       int
+		want    bool
+	}{{"", tileMinK - 1, false}, {"", tileMinK, true}, {"", 256, true}, {"tile", 2, true}, {"idp", 64, false}} {
+		s := &session{variant: c.variant, L: layout{n: n}}
+		if got := s.tileAuto(c.k); got != c.want {
+			t.Errorf("variant %q, k = %d: tileAuto %v, want %v", c.variant, c.k, got, c.want)
+		}
+	}
+	const k = 64
+	s := &session{L: layout{n: n}}
+	s.work = uint64(tileMaxShare*n*k) - 1 // kept just under the share
+	s.tileSeen(k)
+	if !s.tileAuto(k) {
+		t.Fatal("boxes that keep less than the share: no longer by tiles")
+	}
+	s.work = uint64(tileMaxShare*n*k) + 1
+	s.tileSeen(k)
+	for i := range tileRetry {
+		if s.tileAuto(k) {
+			t.Fatalf("pass %d after boxes that kept more than the share: by tiles", i+1)
+		}
+	}
+	if !s.tileAuto(k) {
+		t.Errorf("by tiles again after %d passes: no", tileRetry)
+	}
+	f := &session{variant: "tile", L: layout{n: n}}
+	f.work = n * k
+	f.tileSeen(k)
+	if !f.tileAuto(k) {
+		t.Error("tile variant forced: not by tiles after a pass that kept every centroid")
 	}
 }
 

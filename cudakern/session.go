@@ -114,6 +114,8 @@ type session struct {
 	prev      []int32 // centroids of the last Assign
 	lastFast  bool
 	lastKern  string // the labelling kernel of the last lloydPass
+	lastTile  bool   // its kq_idp_p8 searched by tiles (flagTile)
+	tileOff   int    // passes left that kq_idp_p8 searches in full (tileAuto)
 	fallbacks uint64 // points of the last Assign searched again exactly (fast kernel)
 
 	up   []byte   // host staging of the upload
@@ -222,6 +224,9 @@ func (s *session) Close() error {
 		return nil
 	}
 	err := s.b.w.do(func() error { s.release(); return nil })
+	if errors.Is(err, errReleased) {
+		err = nil // its memory went with the context
+	}
 	if s.hy != nil {
 		s.hy.hy.Save()
 	}
@@ -273,9 +278,13 @@ func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stat
 	acc := s.acc[nscal:]
 	st.Inertia, st.Moved = scal[0], scal[1]
 	s.fallbacks = scal[2]
-	if s.last == kmeans.WuHong || s.last == kmeans.Bounds {
+	switch {
+	case s.last == kmeans.WuHong || s.last == kmeans.Bounds:
 		s.work, s.wwork = scal[3], scal[4]
-	} else {
+	case s.lastTile:
+		s.work, s.wwork = scal[3], scal[3]
+		s.tileSeen(k)
+	default:
 		s.work = uint64(s.L.n) * uint64(k)
 		s.wwork = s.work
 	}
@@ -451,7 +460,7 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 			if !cell && b.imaErr == nil && imaSmem <= b.smem && (s.variant == "ima" || s.variant == "" && k >= imaAutoMin && k <= idpK) {
 				imaM, ima = L.imaFits(centroids)
 			}
-			if !cell && !ima && (s.variant == "idp" || s.variant == "" && k <= idpK) {
+			if !cell && !ima && (s.variant == "idp" || s.variant == "tile" || s.variant == "" && k <= idpK) {
 				idpM, idp = L.idpFits(centroids)
 			}
 			kernel = s.fastKernel(k, idp, ima, wide)
@@ -479,6 +488,9 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 			L.idpTable(centroids, idpM, unsafe.Slice((*int32)(unsafe.Pointer(&s.up[upHeader])), 4*kq))
 			L.idpParams(&p, idpM)
 			perIter = 256 * 8
+			if kernel == kIDPP8 && s.tileAuto(k) {
+				p.Flags |= flagTile
+			}
 			if kernel != kIDPP8 {
 				// 4 points a lane, and the cells' table
 				perIter = 256 * 4
@@ -571,6 +583,7 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 	}
 	s.lastFast = useFast
 	s.lastKern = kernel
+	s.lastTile = p.Flags&flagTile != 0
 	return s.mark(false)
 }
 
@@ -667,10 +680,13 @@ func cellTableBytes(dim int) int { return cellCount(dim) * (1 + max(cellCap, 2*c
 // cellAutoMin is the least k for which Assign picks the cell-pruned
 // kernel, for unweighted points (pixels) in at most cellMaxDim dimensions.
 // On an H100, on the 14.7 M pixels of altai-5120.png (kernel ms, one
-// steady pass, the table's build included; bench/cuda/NOTES.md, round 7):
-// k = 64 0.110–0.113 against the integer kernel's 0.169–0.171, k = 256
-// 0.160–0.164 against 0.60, but k = 16 0.092 against 0.061–0.067.
-const cellAutoMin = 64
+// steady pass, the table's build included; bench/cuda/NOTES.md, rounds 7
+// and 8): k = 256 0.161 against the integer kernel's 0.59 (0.21 by tiles),
+// but k = 128 0.133 against 0.126 by tiles, k = 64 0.113 against 0.080,
+// k = 16 0.092 against 0.051; and at k = 64 on the other images' pixels
+// the cell kernel is the slowest (onestandsout-2560 0.106 against 0.056
+// in full, graf1 0.030 against 0.018, home 0.026 against 0.012).
+const cellAutoMin = 129
 
 // cellAutoMax is the most centroids for which Assign picks a cell-pruned
 // kernel (kq_cell16_p8 above idpK). On the same pixels, k = 1024 0.41 ms
@@ -706,6 +722,51 @@ func (s *session) cellAuto(k int) bool {
 	return float64(s.L.n)*(float64(k)*cellPairPS-cellPointPS) > cellBuildPS
 }
 
+// kq_idp_p8 searches each warp's tile of points against only the
+// centroids its bounding box leaves in (flagTile; kernels.cu, tile_search)
+// from tileMinK centroids on. Where a pass's boxes kept more than
+// tileMaxShare of the centroids (colours spread over every tile), the box
+// costs more than it saves, and the next tileRetry passes search every
+// centroid before the boxes are tried again.
+// On an H100 (kernel ms, one steady pass, idp without → with the boxes;
+// bench/cuda/NOTES.md, round 8): altai-5120's 14.7 M pixels, whose tiles
+// keep 14–20 % of the centroids, k = 8 0.042 → 0.048, k = 16 0.061 →
+// 0.051, k = 32 0.095 → 0.059, k = 64 0.165 → 0.080, k = 256 0.59 →
+// 0.21; onestandsout-2560's grain keeps 99 %: k = 16 0.023 → 0.031, k = 64
+// 0.056 → 0.074. Where the boxes keep a share s, the pass costs about
+// 0.71 + 0.65·s of the full search at k = 16 and 0.33 + s at k = 64.
+const (
+	tileMinK     = 12
+	tileMaxShare = 0.5
+	tileRetry    = 8
+)
+
+// tileSeen takes note of a pass of kq_idp_p8 at k centroids that searched
+// by tiles and computed s.work distances: where its boxes kept more than
+// tileMaxShare of the centroids, the next tileRetry passes search in full.
+func (s *session) tileSeen(k int) {
+	if s.variant == "" && float64(s.work) > tileMaxShare*float64(s.L.n)*float64(k) {
+		s.tileOff = tileRetry
+	}
+}
+
+// tileAuto reports whether a pass of kq_idp_p8 at k centroids searches by
+// tiles (flagTile): see tileMinK; always with the tile variant forced,
+// never with idp forced.
+func (s *session) tileAuto(k int) bool {
+	switch s.variant {
+	case "tile":
+		return true
+	case "":
+		if s.tileOff > 0 {
+			s.tileOff--
+			return false
+		}
+		return k >= tileMinK
+	}
+	return false
+}
+
 // fastKernel picks the exact fast kernel for k centroids: a cell-pruned
 // integer one where cellAuto says so and idp (k ≤ idpK) or wide
 // (cellWideFits, above) allows it, else the
@@ -728,7 +789,7 @@ func (s *session) fastKernel(k int, idp, ima, wide bool) string {
 		if ima {
 			return kIMAP8
 		}
-	case "idp":
+	case "idp", "tile":
 		if idp {
 			return kIDPP8
 		}
@@ -815,6 +876,8 @@ func isIMA(kernel string) bool { return kernel == kIMAP8 }
 type sessionInfo struct {
 	fast      bool
 	kernel    string
+	tile      bool   // kq_idp_p8 searched by tiles (flagTile)
+	work      uint64 // point–centroid distances computed
 	fmt       int
 	fallbacks uint64
 	ms        float64
@@ -822,7 +885,7 @@ type sessionInfo struct {
 
 func info(ks kmeans.Session) sessionInfo {
 	s := ks.(*session)
-	return sessionInfo{fast: s.lastFast, kernel: s.lastKern, fmt: s.L.fmt, fallbacks: s.fallbacks, ms: s.ms}
+	return sessionInfo{fast: s.lastFast, kernel: s.lastKern, tile: s.lastTile, work: s.work, fmt: s.L.fmt, fallbacks: s.fallbacks, ms: s.ms}
 }
 
 // timeKernels makes every later Assign of ks record the device time of its
