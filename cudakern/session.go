@@ -773,7 +773,7 @@ func (s *session) tileAuto(k int) bool {
 // integer tensor-core one when ima (imaFits, on a device that passed
 // selfTestIMA) allows it and imaAutoMin ≤ k ≤ idpK, else the integer one when idp
 // (idpFits) allows it and k ≤ idpK, else the scalar one for few centroids,
-// else the tensor-core one. KQUANT_CUDA_KERNEL (ima, idp, cell, small, m2 or m4)
+// else the tensor-core one. KQUANT_CUDA_KERNEL (ima, idp, tile, cell, small, m2 or m4)
 // forces a variant for benchmarks and tests.
 func (s *session) fastKernel(k int, idp, ima, wide bool) string {
 	p8 := s.L.fmt == fmtP8

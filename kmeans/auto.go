@@ -993,6 +993,73 @@ func threadScale(threads int) (speedup, fixed float64) {
 	return 2 * math.Pow(t/2, 0.3), 15e-6 * (t - 2)
 }
 
+// treeScale returns what threads give a pass of the kd-tree over one:
+// as threadScale up to 2 threads, beyond it 2·(t/2)^0.6, against the
+// per-point passes' 2·(t/2)^0.3. The tree's passes share little memory
+// traffic and scale better: on the H100 machine's 16 threads (bench/README.md,
+// session 7, n = 30 000, d = 32, k = 32, σ² = 1) they took 0.6–0.7 of a
+// Lloyd pass where the one-thread probe measured 1.33, a ratio of about
+// 8^0.3.
+func treeScale(threads int) float64 {
+	t := float64(max(threads, 1))
+	if t <= 2 {
+		return t
+	}
+	return 2 * math.Pow(t/2, 0.6)
+}
+
+// sampleGap returns the median, over a sample of pts (at most 512 points,
+// fewer at large k), of the relative gap (√d₂ − √d₁)/√d₁ between a
+// point's distances to its nearest and second-nearest centroid of cent; 0
+// when there are too few points or centroids to tell.
+func sampleGap(pts *Points, cent []int32) float64 {
+	n, dim := pts.Len(), pts.Dim
+	k := len(cent) / dim
+	m := min(512, max(16, 65536/max(k, 1)), n)
+	if k < 2 || m < 16 {
+		return 0
+	}
+	gaps := make([]float64, 0, m)
+	for i := 0; i < n && len(gaps) < m; i += n / m {
+		x := pts.At(i)
+		d1, d2 := int64(math.MaxInt64), int64(math.MaxInt64)
+		for c := range k {
+			var s int64
+			for j, v := range x {
+				e := int64(v) - int64(cent[c*dim+j])
+				s += e * e
+			}
+			if s < d1 {
+				d1, d2 = s, d1
+			} else if s < d2 {
+				d2 = s
+			}
+		}
+		gaps = append(gaps, (math.Sqrt(float64(d2))-math.Sqrt(float64(d1)))/math.Sqrt(float64(d1)+1))
+	}
+	slices.Sort(gaps)
+	return gaps[len(gaps)/2]
+}
+
+// boundsShare estimates the share of the k centroids whose distances the
+// bounds compute for a point in steady passes, from sampleGap's median
+// gap g at the first pass's centroids: where the nearest and the second
+// are close, the bounds rarely hold. Fitted on the seeds' synthetic sets
+// from random starts (n = 30 000, d = 32, k = 16 and 32, σ² = 0.001 to 1:
+// measured 1–3 % at g ≈ 4.5, 4–7 % at 0.9, 12–13 % at 0.18–0.19, 16–18 %
+// at 0.08, 38–69 % at 0.04–0.05), within a factor 2 above the prior's 17 %
+// (which it only raises).
+func boundsShare(g float64) float64 { return math.Min(0.7, 0.03/g) }
+
+// boundsFailShare is the least boundsShare from which probeTree prices
+// the bounds by it and scales the tree's probe to the session's threads.
+// Below, where the bounds skip most distances, their cost is their
+// bookkeeping, which the model prices poorly (on the H100 machine's 16
+// threads, d = 32, σ² = 0.01: 0.28–0.64 Lloyd passes for a measured 0.21),
+// and a tree scaled to its threads won there against bounds twice as fast
+// (bench/README.md, session 8); the unscaled probe leans to the bounds.
+const boundsFailShare = 0.3
+
 // autoTreeDim is the largest dimension in which Auto runs the kd-tree:
 // its first pass, and a candidate for every later one. Up to here its
 // filtering still beats a search of every centroid on clustered data
@@ -1287,22 +1354,50 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 // autoTreeDim dimensions, between the kd-tree and the model's choice, by
 // treeProbe with the pass's centroids. Taken, the tree is built within
 // the pass (its time counts) and measured from then on like any other
-// algorithm; else it is no candidate.
+// algorithm; else it is no candidate. Where the model's choice is Bounds
+// and the sample's gaps (sampleGap) say they will search at least
+// boundsFailShare of the centroids (boundsShare), their work is that,
+// not the prior of a settled run, and the probe's tree pass, which ran on
+// one thread, is scaled to the session's threads by treeScale against
+// Lloyd's threadScale.
 func (s *autoSession) probeTree(centroids []int32) {
 	s.probe = false
 	h := s.hy
 	// the model's choice against Lloyd, steady, in passes
 	k := len(centroids) / s.pts.Dim
-	c := h.Predict(h.cur, k, movedWork(h.cur, k, steadyMoved)) / h.Predict(Lloyd, k, float64(k))
-	take := func(r, b float64) bool { return takeTree(r, b, c) }
+	lloyd := h.Predict(Lloyd, k, float64(k))
+	c := h.Predict(h.cur, k, movedWork(h.cur, k, steadyMoved)) / lloyd
+	scale := 1.0
+	if h.cur == Bounds {
+		if g := sampleGap(s.pts, centroids); g > 0 && boundsShare(g) >= boundsFailShare {
+			// The bounds will search much of every point: their price is
+			// what the gaps say, a distance of theirs as dear as Lloyd's
+			// unless this machine's calibration says otherwise (the
+			// defaults' units, another machine's, double it: at σ² = 1,
+			// d = 32 they priced the bounds at 1.4 Lloyd passes where the
+			// 2-core machine measured 0.78). And the tree's pass, which
+			// the probe ran on one thread, is scaled to the session's.
+			share := boundsShare(g)
+			cb := share
+			if cs := h.consts[Bounds]; cs != nil && cs.Calibrated {
+				cb = h.Predict(Bounds, k, share*float64(k)) / lloyd
+			}
+			c = math.Max(c, cb)
+			lloydScale, _ := threadScale(s.workers)
+			scale = lloydScale / treeScale(s.workers)
+		}
+	}
+	take := func(r, b float64) bool { return takeTree(r*scale, b, c) }
 	r, b := treeProbe(s.pts, centroids, take)
 	if take(r, b) {
+		r *= scale
 		h.why = []string{fmt.Sprintf("%s: dimension %d > %d, but a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more (the model's choice %.2f: its first pass within %.2f, or its build repaid within %d passes): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
 			KDTree, s.pts.Dim, autoTreeDim, r, b, c, treeProbeRatio, treeRepayPasses, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
 		h.cur = KDTree
 		h.cands = append([]Algorithm{KDTree}, h.cands...)
 		return
 	}
+	r *= scale
 	switch {
 	case math.IsInf(r, 1):
 		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f Lloyd passes (> %d)", b, treeRepayPasses)

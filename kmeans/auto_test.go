@@ -471,3 +471,44 @@ func TestHybridWaitsForPruningToSettle(t *testing.T) {
 		t.Fatalf("settled bounds at 1 ms against lloyd's modelled 80 µs: %s (%s)", a, why)
 	}
 }
+
+// TestTreeScale: the kd-tree's thread scaling equals the per-point
+// passes' up to 2 threads and exceeds it beyond (8^0.3 at 16 threads).
+func TestTreeScale(t *testing.T) {
+	for _, th := range []int{0, 1, 2} {
+		if l, _ := threadScale(th); treeScale(th) != l {
+			t.Errorf("%d threads: treeScale %v, threadScale %v", th, treeScale(th), l)
+		}
+	}
+	l, _ := threadScale(16)
+	if r := treeScale(16) / l; math.Abs(r-math.Pow(8, 0.3)) > 1e-9 {
+		t.Errorf("16 threads: the tree scales %.3f times as well as Lloyd, want 8^0.3", r)
+	}
+}
+
+// TestSampleGap: the median relative gap between a point's nearest and
+// second-nearest centroids, exactly on a small set, and falling as the
+// seeds' clusters spread (σ² from 0.001 to 1), and boundsShare rising
+// with it to its cap.
+func TestSampleGap(t *testing.T) {
+	// 64 points at 0 on a line, centroids at 3 and 5: gap (5-3)/√(9+1)
+	p := &Points{Dim: 1, Coords: make([]int32, 64)}
+	if g, want := sampleGap(p, []int32{5, 3}), 2/math.Sqrt(10); math.Abs(g-want) > 1e-12 {
+		t.Errorf("gap %v, want %v", g, want)
+	}
+	if g := sampleGap(p, []int32{5}); g != 0 {
+		t.Errorf("one centroid: gap %v, want 0", g)
+	}
+	prev := math.Inf(1)
+	for _, s2 := range []float64{0.001, 0.01, 0.05, 1} {
+		pts := Synthetic(30000, 32, 32, s2, 1)
+		g := sampleGap(pts, randomStart(pts, 32, 1))
+		if g <= 0 || g >= prev {
+			t.Errorf("σ² = %g: gap %.3f, after %.3f", s2, g, prev)
+		}
+		prev = g
+	}
+	if boundsShare(4) >= boundsShare(0.1) || boundsShare(0.001) != 0.7 {
+		t.Errorf("boundsShare: %v at 4, %v at 0.1, %v at 0.001", boundsShare(4), boundsShare(0.1), boundsShare(0.001))
+	}
+}
