@@ -552,6 +552,37 @@ func BenchmarkSmallSets(b *testing.B) {
 	}
 }
 
+// BenchmarkSeedChain: making (and freeing) a chain of seedChainSteps
+// streamed steps, as SeedSteps does once a session, and of one, on
+// altai's colours.
+func BenchmarkSeedChain(b *testing.B) {
+	g := gpu(b)
+	colors, counts, _ := UniqueRGB(loadPixels(b, "altai-5120.png"))
+	ks, err := g.Open(colourPoints(colors, counts, "rgb"), kmeans.SessionOptions{MaxK: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ks.Close()
+	s := ks.(*session)
+	if err := s.b.w.do(s.seedBuffers); err != nil {
+		b.Fatal(err)
+	}
+	for _, times := range []int{seedChainSteps, 1} {
+		b.Run(fmt.Sprintf("steps=%d", times), func(b *testing.B) {
+			for range b.N {
+				err := s.b.w.do(func() error {
+					c, err := s.b.newChain(s.seed.step(), times, unsafe.Pointer(&s.seed.p))
+					s.b.freeChain(c)
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // TestStartupPhases logs what the first use of a device costs, phase by
 // phase, as New takes them: the driver's load and cuInit, the primary
 // context, the module, the two self-tests. (A log, not a check; it skips

@@ -94,6 +94,13 @@ type driverAPI struct {
 	cuEventElapsedTime          func(ms unsafe.Pointer, start, end uintptr) int32                  // optional
 	cuEventDestroy              func(ev uintptr) int32                                             // optional
 	cuDevicePrimaryCtxReleaseV2 func(dev int32) int32                                              // optional
+	// CUDA graphs (optional: launches one by one without them)
+	cuGraphCreate               func(g unsafe.Pointer, flags uint32) int32
+	cuGraphAddKernelNode        func(node unsafe.Pointer, g uintptr, deps unsafe.Pointer, ndeps uint64, params unsafe.Pointer) int32
+	cuGraphInstantiateWithFlags func(exec unsafe.Pointer, g uintptr, flags uint64) int32
+	cuGraphLaunch               func(exec uintptr, stream uintptr) int32
+	cuGraphExecDestroy          func(exec uintptr) int32
+	cuGraphDestroy              func(g uintptr) int32
 }
 
 // libraryPath is the driver library to open; KQUANT_LIBCUDA overrides it

@@ -93,6 +93,12 @@ func openDriver(path string) (*driverAPI, error) {
 		{&a.cuEventElapsedTime, "cuEventElapsedTime"},
 		{&a.cuEventDestroy, "cuEventDestroy_v2"},
 		{&a.cuDevicePrimaryCtxReleaseV2, "cuDevicePrimaryCtxRelease_v2"},
+		{&a.cuGraphCreate, "cuGraphCreate"},
+		{&a.cuGraphAddKernelNode, "cuGraphAddKernelNode"}, // CUDA_KERNEL_NODE_PARAMS v1
+		{&a.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"},
+		{&a.cuGraphLaunch, "cuGraphLaunch"},
+		{&a.cuGraphExecDestroy, "cuGraphExecDestroy"},
+		{&a.cuGraphDestroy, "cuGraphDestroy"},
 	}
 	for _, f := range optional {
 		if _, err := purego.Dlsym(h, f.name); err == nil {

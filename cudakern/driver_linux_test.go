@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 )
 
 func TestNoGPUFromSysfs(t *testing.T) {
@@ -42,6 +43,27 @@ func TestNoGPUFromSysfs(t *testing.T) {
 		why, none := noGPUAt(tc.root)
 		if none != tc.none || (none && why == "") {
 			t.Errorf("%s: noGPU = %v (%q), want %v", tc.name, none, why, tc.none)
+		}
+	}
+}
+
+// TestKernelNodeParamsLayout: kernelNodeParams is CUDA_KERNEL_NODE_PARAMS
+// (v1) field for field, as cuGraphAddKernelNode reads it.
+func TestKernelNodeParamsLayout(t *testing.T) {
+	var p kernelNodeParams
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"size", unsafe.Sizeof(p), 56},
+		{"gridDimX", unsafe.Offsetof(p.grid), 8},
+		{"blockDimX", unsafe.Offsetof(p.block), 20},
+		{"sharedMemBytes", unsafe.Offsetof(p.smem), 32},
+		{"kernelParams", unsafe.Offsetof(p.params), 40},
+		{"extra", unsafe.Offsetof(p.extra), 48},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, c.got, c.want)
 		}
 	}
 }

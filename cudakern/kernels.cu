@@ -963,30 +963,17 @@ __device__ __forceinline__ int cell_key16(const Params& p, const int4* sc, int k
 
 #define F_TILE 256  // kq_idp_p8: search each tile's centroids left by its box
 
-// The least and greatest of a value over the warp (redux.sync from sm_80).
-__device__ __forceinline__ u32 warp_umin(u32 v) {
+// warp_extreme returns the least (MAX: greatest) v over the warp
+// (redux.sync from sm_80, shuffles before).
+template <bool MAX, typename T>
+__device__ __forceinline__ T warp_extreme(T v) {
 #if __CUDA_ARCH__ >= 800
-    return __reduce_min_sync(0xffffffffu, v);
+    return MAX ? __reduce_max_sync(0xffffffffu, v) : __reduce_min_sync(0xffffffffu, v);
 #else
-    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-#endif
-}
-
-__device__ __forceinline__ u32 warp_umax(u32 v) {
-#if __CUDA_ARCH__ >= 800
-    return __reduce_max_sync(0xffffffffu, v);
-#else
-    for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-#endif
-}
-
-__device__ __forceinline__ int warp_imin(int v) {
-#if __CUDA_ARCH__ >= 800
-    return __reduce_min_sync(0xffffffffu, v);
-#else
-    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1) {
+        const T u = __shfl_xor_sync(0xffffffffu, v, o);
+        v = MAX ? max(v, u) : min(v, u);
+    }
     return v;
 #endif
 }
@@ -1012,14 +999,14 @@ __device__ __forceinline__ int tile_search(const int4* sc, int kq, u32 xmask, co
     // q~_j = byte_j ^ 0x80 as a signed byte: byte_j - 128 on the axes of
     // xmask (the others have coef 0 and do not matter)
     int lo[4], hi[4];
-    lo[0] = (int)warp_umin(mn02 & 0xffffu) - 128;
-    hi[0] = (int)warp_umax(mx02 & 0xffffu) - 128;
-    lo[1] = (int)warp_umin(mn13 & 0xffffu) - 128;
-    hi[1] = (int)warp_umax(mx13 & 0xffffu) - 128;
-    lo[2] = (int)warp_umin(mn02 >> 16) - 128;
-    hi[2] = (int)warp_umax(mx02 >> 16) - 128;
-    lo[3] = (int)warp_umin(mn13 >> 16) - 128;
-    hi[3] = (int)warp_umax(mx13 >> 16) - 128;
+    lo[0] = (int)warp_extreme<false>(mn02 & 0xffffu) - 128;
+    hi[0] = (int)warp_extreme<true>(mx02 & 0xffffu) - 128;
+    lo[1] = (int)warp_extreme<false>(mn13 & 0xffffu) - 128;
+    hi[1] = (int)warp_extreme<true>(mx13 & 0xffffu) - 128;
+    lo[2] = (int)warp_extreme<false>(mn02 >> 16) - 128;
+    hi[2] = (int)warp_extreme<true>(mx02 >> 16) - 128;
+    lo[3] = (int)warp_extreme<false>(mn13 >> 16) - 128;
+    hi[3] = (int)warp_extreme<true>(mx13 >> 16) - 128;
     u32 cw = 0;  // the box's centre as signed bytes
 #pragma unroll
     for (int j = 0; j < 4; j++) cw |= (u32)((lo[j] + hi[j]) >> 1 & 0xff) << (8 * j);
@@ -1030,7 +1017,7 @@ __device__ __forceinline__ int tile_search(const int4* sc, int kq, u32 xmask, co
         const int s = dp2hi(m.y, cw, dp2lo(m.x, cw, m.z));
         zkey = min(zkey, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
     }
-    zkey = warp_imin(zkey);
+    zkey = warp_extreme<false>(zkey);
     const int4 z = sc[zkey & 255];  // the table's entry j holds centroid j
     const int zc[4] = {(int)((u32)z.x << 16) >> 16, z.x >> 16, (int)((u32)z.y << 16) >> 16, z.y >> 16};
     int kept = 0;

@@ -65,6 +65,45 @@ type seedState struct {
 	streamBytes                int
 	ngroups                    int
 	p                          ppParams
+
+	// seedChainSteps streamed steps as a chain (SeedSteps), for the
+	// parameters chainP (stepChain)
+	chain  chain
+	chainP ppParams
+}
+
+// seedChainSteps is the steps of SeedSteps' chain: a step is three
+// kernels of a few µs each on a reduced set, and launched one by one
+// they cost the host as much as the device. (A chain of one step gained
+// nothing: at k = 16, 15 steps, the seeding took 2.4 ms either way.)
+const seedChainSteps = 16
+
+// step returns the launches of one streamed step.
+func (st *seedState) step() []kernelLaunch {
+	return []kernelLaunch{{kPPNext, 1, 1024, 0}, {kPPGains, st.grid(512), 256, 0}, {kPPAdd, st.grid(256), 256, 0}}
+}
+
+// stepChain returns the chain of seedChainSteps steps for the streamed
+// steps' parameters p, made on first use and anew when p changed (so
+// that its making, 0.14 ms on the H100 machine, is paid once a session:
+// BenchmarkSeedChain).
+func (st *seedState) stepChain(b *Backend, p *ppParams) (chain, error) {
+	if st.chain.exec != 0 && st.chainP == *p {
+		return st.chain, nil
+	}
+	st.freeChain(b)
+	c, err := b.newChain(st.step(), seedChainSteps, unsafe.Pointer(p))
+	if err != nil {
+		return chain{}, err
+	}
+	st.chain, st.chainP = c, *p
+	return c, nil
+}
+
+// freeChain frees stepChain's chain.
+func (st *seedState) freeChain(b *Backend) {
+	b.freeChain(st.chain)
+	st.chain = chain{}
 }
 
 // ppStream mirrors struct PPStream of kernels.cu, followed in dStream by
@@ -115,6 +154,7 @@ func (s *session) seedBuffers() error {
 
 func (s *session) seedRelease() {
 	if st := s.seed; st != nil {
+		st.freeChain(s.b)
 		for _, p := range []uint64{st.dD, st.dGroups, st.dSmall, st.dCent, st.dStream} {
 			s.b.free(p)
 		}
@@ -255,9 +295,11 @@ func (s *session) SeedStep(rs []uint64) (int, uint64, error) {
 // SeedSteps implements kmeans.StreamSeeder: steps streamed steps (each
 // kq_pp_next, kq_pp_gains, kq_pp_add) go to the device in one job, the
 // draws taken there from the PCG, and one read-back brings the chosen
-// points, the potential and the PCG's state. KQUANT_CUDA_SEED=step makes
-// it decline (ErrSeedUnsupported), so that the engine takes a round trip
-// a step, for comparisons.
+// points, the potential and the PCG's state. The steps go by chains (CUDA
+// graphs) of seedChainSteps where the driver has them, the rest one by one.
+// KQUANT_CUDA_SEED=step makes it decline (ErrSeedUnsupported), so that
+// the engine takes a round trip a step, and =launch launches the kernels
+// one by one, for comparisons.
 func (s *session) SeedSteps(pcg kmeans.PCGState, trials, steps int) ([]int, uint64, kmeans.PCGState, error) {
 	if err := s.seedCheck(); err != nil {
 		return nil, 0, pcg, err
@@ -288,16 +330,20 @@ func (s *session) SeedSteps(pcg kmeans.PCGState, trials, steps int) ([]int, uint
 		*p = st.p
 		p.T, p.Stream, p.Out, p.Picks = int32(trials), st.dStream, st.dStream+24, st.dStream+ppStreamSize
 		defer runtime.KeepAlive(p)
-		for range steps {
-			for _, l := range []struct {
-				name        string
-				grid, block int
-			}{
-				{kPPNext, 1, 1024},
-				{kPPGains, st.grid(512), 256},
-				{kPPAdd, st.grid(256), 256},
-			} {
-				if err := s.b.launch(l.name, l.grid, l.block, 0, unsafe.Pointer(p)); err != nil {
+		graphs := os.Getenv("KQUANT_CUDA_SEED") != "launch" && s.b.hasGraphs()
+		left := steps
+		for ; graphs && left >= seedChainSteps; left -= seedChainSteps {
+			c, err := st.stepChain(s.b, p)
+			if err == nil {
+				err = s.b.launchChain(c)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		for ; left > 0; left-- {
+			for _, l := range st.step() {
+				if err := s.b.launch(l.name, l.grid, l.block, l.smem, unsafe.Pointer(p)); err != nil {
 					return err
 				}
 			}

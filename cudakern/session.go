@@ -282,7 +282,10 @@ func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stat
 	case s.last == kmeans.WuHong || s.last == kmeans.Bounds:
 		s.work, s.wwork = scal[3], scal[4]
 	case s.lastTile:
-		s.work, s.wwork = scal[3], scal[3]
+		// the distances computed; but the Hybrid prices a Lloyd pass as
+		// a search of every centroid (its model has no term for the
+		// tiles), and learns from its measured time what that costs
+		s.work, s.wwork = scal[3], uint64(s.L.n)*uint64(k)
 		s.tileSeen(k)
 	default:
 		s.work = uint64(s.L.n) * uint64(k)
