@@ -3,6 +3,7 @@ package kmeans
 import (
 	"context"
 	"math"
+	"runtime/trace"
 	"slices"
 	"sort"
 )
@@ -182,6 +183,7 @@ func rebase(sg stage, from []int) error {
 // centroids were cent, adds to the inertia, and, if util, its utility (see
 // Profiler): from the session when it can, else on the host.
 func (r *runner) profile(ctx context.Context, sg stage, cent []int32, util bool) (inertia, utility []uint64, err error) {
+	defer trace.StartRegion(ctx, "kmeans.profile").End()
 	k := len(cent) / sg.pts.Dim
 	inertia, utility = make([]uint64, k), make([]uint64, k)
 	if p, ok := sg.sess.(Profiler); ok {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/trace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,11 @@ import (
 
 // Run clusters pts as cfg describes. onIteration, if not nil, is called
 // after every Lloyd iteration of every start, on the calling goroutine.
+// Its stages are runtime/trace regions (kmeans.reduce, kmeans.open-full,
+// kmeans.open-reduced, kmeans.starts, kmeans.breathe, kmeans.wait-full,
+// kmeans.refine, kmeans.finish; within them kmeans.seed, kmeans.lloyd
+// with kmeans.lloyd-steps and kmeans.lloyd-final, and kmeans.profile) for
+// go test -trace and go tool trace.
 // Run stops early with ctx's error when ctx is done.
 func Run(ctx context.Context, pts *Points, cfg Config, onIteration func(Iteration)) (*Model, error) {
 	if err := cfg.check(pts); err != nil {
@@ -90,7 +96,9 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 	var red *Points
 	early := reduce && cfg.Backend == CPU
 	if early {
+		rg := trace.StartRegion(ctx, "kmeans.reduce")
 		red, r.shape = reduceKD(r.pts, target, r.workers())
+		rg.End()
 	}
 	// The full points' session is only needed once the reduced set is
 	// done with, so with two threads or more it is opened (its kd-tree
@@ -101,12 +109,15 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		fullOpen chan struct{} // closed when the full session is open
 	)
 	openFull := func() {
+		defer trace.StartRegion(ctx, "kmeans.open-full").End()
 		full, fullErr = r.open(r.pts, false, reduce)
 		full.tol = cfg.Tol
 	}
 	waitFull := func() error {
 		if fullOpen != nil {
+			rg := trace.StartRegion(ctx, "kmeans.wait-full")
 			<-fullOpen
+			rg.End()
 			fullOpen = nil
 		}
 		return fullErr
@@ -140,11 +151,16 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		var search stage
 		if reduce {
 			if !early {
+				rg := trace.StartRegion(ctx, "kmeans.reduce")
 				red, _ = reduceKD(r.pts, target, r.workers())
+				rg.End()
 			}
 			if red != nil {
 				var err error
-				if search, err = r.open(red, true, false); err != nil {
+				rg := trace.StartRegion(ctx, "kmeans.open-reduced")
+				search, err = r.open(red, true, false)
+				rg.End()
+				if err != nil {
 					return nil, err
 				}
 				defer search.sess.Close()
@@ -161,7 +177,9 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 			}
 			search = full
 		}
+		rg := trace.StartRegion(ctx, "kmeans.starts")
 		best, iters, err := r.starts(ctx, search, starts)
+		rg.End()
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +191,10 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 				}
 			}
 			r.iter = iters[best.Start]
-			if best, err = r.breathe(ctx, search, best.Start, best, depth); err != nil {
+			rg := trace.StartRegion(ctx, "kmeans.breathe")
+			best, err = r.breathe(ctx, search, best.Start, best, depth)
+			rg.End()
+			if err != nil {
 				return nil, err
 			}
 		}
@@ -187,10 +208,13 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		return nil, err
 	}
 	r.iter = 0
+	rg := trace.StartRegion(ctx, "kmeans.refine")
 	m, err := r.lloyd(ctx, full, start, cent)
+	rg.End()
 	if err != nil {
 		return nil, err
 	}
+	defer trace.StartRegion(ctx, "kmeans.finish").End()
 	return r.finish(full, m, starts)
 }
 
@@ -281,6 +305,7 @@ func (r *runner) seeder(pts *Points) *seeder {
 // the session's device when it is a Seeder that can take the points, else
 // on the host; the same centroids either way.
 func (r *runner) seed(ctx context.Context, sg stage, start int) ([]int32, error) {
+	defer trace.StartRegion(ctx, "kmeans.seed").End()
 	cfg := &r.cfg
 	rng, src := newStream(cfg.Seed, start)
 	if cfg.Init == InitRandom {
@@ -542,6 +567,7 @@ func (r *runner) workers() int {
 // by less than Tol, or MaxIter; through LloydSteps, several iterations a
 // call, when the session is a LloydRunner, with the same iterations.
 func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (*Model, error) {
+	defer trace.StartRegion(ctx, "kmeans.lloyd").End()
 	cfg, dim := &r.cfg, sg.pts.Dim
 	nfixed := len(cfg.Fixed) / dim
 	k := len(cent) / dim
@@ -559,7 +585,9 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 				prev = &prevInertia
 			}
 			var err error
+			rg := trace.StartRegion(ctx, "kmeans.lloyd-steps")
 			steps, err = lr.LloydSteps(ctx, cent, nfixed, sg.tol, prev, min(batch, cfg.MaxIter-it))
+			rg.End()
 			batch = min(2*batch, lloydBatch)
 			switch {
 			case errors.Is(err, ErrLloydUnsupported):
@@ -620,7 +648,10 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 			if !same {
 				// Label with the final centroids, so that labels,
 				// counts and inertia describe them.
-				if err := sg.sess.Assign(ctx, next, &r.st); err != nil {
+				rg := trace.StartRegion(ctx, "kmeans.lloyd-final")
+				err := sg.sess.Assign(ctx, next, &r.st)
+				rg.End()
+				if err != nil {
 					return nil, err
 				}
 			}
