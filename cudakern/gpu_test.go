@@ -979,10 +979,18 @@ func hostLloyd(tb testing.TB, pts *kmeans.Points, cent []int32, nfixed int, tol 
 // host's iterations (counts, inertia, moved weight, next centroids) and
 // stop where the host's test does, with the scalar kernel (k ≤ 32) and
 // the tensor-core one, fixed centroids, a tolerance, a batch shorter than
-// the run, an empty cluster; and the session then carries on as after
-// the last pass.
+// the run, an empty cluster; a batch that settles with centroids that
+// moved labels the points with them once more (LloydStep.Final), as an
+// Assign on the host; and the session then carries on as after the last
+// pass.
 func TestLloydSteps(t *testing.T) {
 	b := gpu(t)
+	finals := 0
+	defer func() {
+		if finals == 0 && !t.Failed() {
+			t.Error("no batch ended with the final labelling")
+		}
+	}()
 	for _, c := range []struct {
 		name, space string
 		k, nfixed   int
@@ -994,6 +1002,8 @@ func TestLloydSteps(t *testing.T) {
 		{"home.jpg", "lab", 256, 0, 1e-4, 40},
 		{"home.jpg", "rgb", 40, 3, 0, 40},
 		{"graf1.png", "rgb", 100, 0, 0, 5},
+		{"smarties.png", "rgb", 24, 0, 1e-3, 40}, // settles by the tolerance: the final labelling
+		{"home.jpg", "rgb", 64, 2, 5e-4, 40},
 	} {
 		colors, counts, _ := UniqueRGB(loadPixels(t, c.name))
 		pts := colourPoints(colors, counts, c.space)
@@ -1014,8 +1024,34 @@ func TestLloydSteps(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s k=%d: %v", c.name, c.k, err)
 		}
+		var final *kmeans.LloydStep
+		if n := len(got); n >= 2 && got[n-1].Final {
+			final, got = &got[n-1], got[:n-1]
+		}
 		if len(got) != len(want) {
 			t.Errorf("%s %s k=%d: %d device iterations, host %d", c.name, c.space, c.k, len(got), len(want))
+		}
+		if final != nil {
+			// the final labelling: an Assign with the settled
+			// iteration's centroids after one with its own
+			h, _ := kmeans.CPU.Open(pts, kmeans.SessionOptions{MaxK: c.k, Algorithm: kmeans.Lloyd})
+			from := cent
+			if n := len(got); n >= 2 {
+				from = got[n-2].Next
+			}
+			var hs kmeans.Stats
+			err := h.Assign(context.Background(), from, &hs)
+			if err == nil {
+				err = h.Assign(context.Background(), got[len(got)-1].Next, &hs)
+			}
+			h.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if final.Inertia != hs.Inertia || final.Moved != hs.Moved || !slices.Equal(final.Counts, hs.Counts) {
+				t.Errorf("%s %s k=%d: the final labelling differs from the host's: inertia %d/%d moved %d/%d",
+					c.name, c.space, c.k, final.Inertia, hs.Inertia, final.Moved, hs.Moved)
+			}
 		}
 		for i := range min(len(got), len(want)) {
 			g, w := got[i], want[i]
@@ -1040,7 +1076,10 @@ func TestLloydSteps(t *testing.T) {
 				t.Errorf("%s k=%d: the Assign after the batch differs from the host's", c.name, c.k)
 			}
 		}
-		t.Logf("%s %s k=%d: %d iterations batched, as the host's", c.name, c.space, c.k, len(got))
+		t.Logf("%s %s k=%d: %d iterations batched, as the host's (and the final labelling: %v)", c.name, c.space, c.k, len(got), final != nil)
+		if final != nil {
+			finals++
+		}
 		s.Close()
 	}
 }

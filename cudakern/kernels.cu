@@ -1628,6 +1628,7 @@ static_assert(sizeof(LloydParams) == 120, "LloydParams layout");
 #define REC_SAME 4
 #define REC_UNFIT 8
 #define REC_DONE 16
+#define REC_FINAL 32  // the pass after a settled one that moved: its labelling with that one's next
 
 __device__ __forceinline__ int round_div(i64 s, u64 w) {
     const i64 iw = (i64)w;
@@ -1681,14 +1682,26 @@ extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParam
     if (threadIdx.x == 0) {
         const u64 inertia = scal[0], moved = scal[1];
         const bool haveprev = p.it > 0 || p.haveprev;
-        const u64 prev = p.it > 0 ? *(const u64*)((const char*)p.rec + (size_t)(p.it - 1) * p.stride) : p.prev;
-        const bool same = !diff;
-        const bool settled = same || (haveprev && inertia <= prev && (double)(prev - inertia) <= p.tol * (double)inertia);
+        // the record before this one, if any
+        const u64* before = p.it > 0 ? (const u64*)(rec - p.stride) : nullptr;
+        const u64 prev = before ? before[0] : p.prev;
         u64* head = (u64*)rec;
         head[0] = inertia, head[1] = moved;
-        head[2] = (settled ? REC_SETTLED : 0) | (empty ? REC_EMPTY : 0) | (same ? REC_SAME : 0) | (unfit ? REC_UNFIT : 0) |
-                  REC_DONE;
-        stop = settled || empty || unfit || p.it >= p.last;
+        if (before && (before[2] & REC_SETTLED)) {
+            // the pass after a settled one whose centroids moved: the
+            // final labelling, which the engine would make by an Assign
+            head[2] = REC_FINAL | REC_DONE;
+            stop = 1;
+        } else {
+            const bool same = !diff;
+            const bool settled =
+                same || (haveprev && inertia <= prev && (double)(prev - inertia) <= p.tol * (double)inertia);
+            head[2] = (settled ? REC_SETTLED : 0) | (empty ? REC_EMPTY : 0) | (same ? REC_SAME : 0) |
+                      (unfit ? REC_UNFIT : 0) | REC_DONE;
+            // a settled pass whose centroids moved lets one more pass
+            // label the points with them, where the batch has room
+            stop = (settled && same) || empty || unfit || p.it >= p.last;
+        }
         if (stop) {
             scal[SCAL_STOP] = 1;
         } else {

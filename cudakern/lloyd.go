@@ -28,6 +28,7 @@ const (
 	recEmpty   = 2
 	recUnfit   = 8
 	recDone    = 16
+	recFinal   = 32
 )
 
 // recHead is the bytes of a record before its counts.
@@ -200,20 +201,23 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 			Inertia: binary.LittleEndian.Uint64(r[0:]),
 			Moved:   binary.LittleEndian.Uint64(r[8:]),
 			Counts:  make([]uint64, k),
-			Next:    make([]int32, k*dim),
 			Empty:   flags&recEmpty != 0,
+			Final:   flags&recFinal != 0,
 		}
 		for c := range k {
 			st.Counts[c] = binary.LittleEndian.Uint64(r[recHead+8*c:])
 		}
-		for i := range k * dim {
-			st.Next[i] = int32(binary.LittleEndian.Uint32(r[recHead+8*k+4*i:]))
+		if !st.Final {
+			st.Next = make([]int32, k*dim)
+			for i := range k * dim {
+				st.Next[i] = int32(binary.LittleEndian.Uint32(r[recHead+8*k+4*i:]))
+			}
 		}
 		if len(out) > 0 {
 			last = out[len(out)-1].Next // the centroids of this record's pass
 		}
 		out = append(out, st)
-		if flags&(recSettled|recEmpty|recUnfit) != 0 {
+		if flags&(recEmpty|recUnfit|recFinal) != 0 || flags&recSettled != 0 && !finalNext(recs, it+1, stride) {
 			break
 		}
 	}
@@ -230,6 +234,16 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 	s.wwork = s.work
 	s.passes += len(out)
 	return out, nil
+}
+
+// finalNext reports whether record it of recs (stride bytes each), if
+// there is one, is a final labelling (recFinal).
+func finalNext(recs []byte, it, stride int) bool {
+	if (it+1)*stride > len(recs) {
+		return false
+	}
+	flags := binary.LittleEndian.Uint64(recs[it*stride+16:])
+	return flags&recDone != 0 && flags&recFinal != 0
 }
 
 func (bs *batchState) release(b *Backend) {

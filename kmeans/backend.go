@@ -150,8 +150,12 @@ type PCGState [2]uint64
 // up and down by at most tol of itself. It stops after an iteration that
 // settles or leaves a cluster past nfixed empty, may stop earlier, and
 // returns a record of each iteration it ran; the session is then as after
-// the last one's Assign. An error wrapping ErrLloydUnsupported says that
-// it ran nothing and the engine is to iterate with Assign.
+// the last one's Assign. After an iteration that settled with centroids
+// that moved, it may also label the points with them, as the engine would
+// by an Assign, and return that as one more record marked Final (its Next
+// unset); the session is then as after that Assign. An error wrapping
+// ErrLloydUnsupported says that it ran nothing and the engine is to
+// iterate with Assign.
 type LloydRunner interface {
 	LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]LloydStep, error)
 }
@@ -162,6 +166,9 @@ type LloydStep struct {
 	Inertia, Moved uint64   // the Assign's inertia and moved weight
 	Next           []int32  // the centroids after the update
 	Empty          bool     // a cluster past the fixed ones had no point
+	// Final marks the Assign with the settled iteration's Next (Counts,
+	// Inertia and Moved are its) that a LloydRunner may add.
+	Final bool
 }
 
 // ErrLloydUnsupported is wrapped by the error of a LloydRunner that

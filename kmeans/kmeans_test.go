@@ -862,8 +862,10 @@ func TestTreeIncrementalMatchesLloyd(t *testing.T) {
 type lloydSession struct {
 	Session
 	pts     *Points
+	final   bool // label with a settled iteration's centroids where there is room (LloydStep.Final)
 	calls   int
 	empties int // iterations that left a cluster empty
+	finals  int // Final records
 }
 
 func (s *lloydSession) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]LloydStep, error) {
@@ -872,7 +874,7 @@ func (s *lloydSession) LloydSteps(ctx context.Context, cent []int32, nfixed int,
 	cur := slices.Clone(cent)
 	var out []LloydStep
 	var st Stats
-	for range steps {
+	for i := range steps {
 		if err := s.Assign(ctx, cur, &st); err != nil {
 			return nil, err
 		}
@@ -890,7 +892,15 @@ func (s *lloydSession) LloydSteps(ctx context.Context, cent []int32, nfixed int,
 		if rec.Empty {
 			s.empties++
 		}
-		settled := slices.Equal(rec.Next, cur) || prev != nil && st.Inertia <= *prev && float64(*prev-st.Inertia) <= tol*float64(st.Inertia)
+		same := slices.Equal(rec.Next, cur)
+		settled := same || prev != nil && st.Inertia <= *prev && float64(*prev-st.Inertia) <= tol*float64(st.Inertia)
+		if settled && !same && !rec.Empty && s.final && i+1 < steps {
+			if err := s.Assign(ctx, rec.Next, &st); err != nil {
+				return nil, err
+			}
+			out = append(out, LloydStep{Counts: slices.Clone(st.Counts), Inertia: st.Inertia, Moved: st.Moved, Final: true})
+			s.finals++
+		}
 		if settled || rec.Empty {
 			break
 		}
@@ -900,8 +910,10 @@ func (s *lloydSession) LloydSteps(ctx context.Context, cent []int32, nfixed int,
 	return out, nil
 }
 
-// lloydBackend opens lloydSessions (on the reduced set too).
+// lloydBackend opens lloydSessions (on the reduced set too), with final
+// labellings if final.
 type lloydBackend struct {
+	final    bool
 	mu       sync.Mutex
 	sessions []*lloydSession
 }
@@ -914,7 +926,7 @@ func (b *lloydBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	ls := &lloydSession{Session: s, pts: pts}
+	ls := &lloydSession{Session: s, pts: pts, final: b.final}
 	b.mu.Lock()
 	b.sessions = append(b.sessions, ls)
 	b.mu.Unlock()
@@ -923,10 +935,17 @@ func (b *lloydBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 
 // TestLloydRunner: iterations batched by a LloydRunner give the engine's
 // model and the same iterations, with fixed centroids, a tolerance, an
-// iteration limit inside a batch and clusters left empty.
+// iteration limit inside a batch and clusters left empty; and so do
+// batches that end with the final labelling (LloydStep.Final).
 func TestLloydRunner(t *testing.T) {
+	for _, final := range []bool{false, true} {
+		t.Run(fmt.Sprintf("final=%v", final), func(t *testing.T) { testLloydRunner(t, final) })
+	}
+}
+
+func testLloydRunner(t *testing.T, final bool) {
 	p := randomPoints(31, 6000, 3, 2040)
-	empties := 0
+	empties, finals := 0, 0
 	dup := &Points{Dim: 3}
 	for i := range 400 { // few distinct points: given centroids far from them stay empty
 		dup.Coords = append(dup.Coords, int32(i%5)*100, int32(i%3)*7, 9)
@@ -946,7 +965,7 @@ func TestLloydRunner(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := &lloydBackend{}
+		b := &lloydBackend{final: final}
 		cfg := c.cfg
 		cfg.Backend = b
 		m2, err := Run(context.Background(), c.pts, cfg, func(it Iteration) { got = append(got, cloneIteration(it)) })
@@ -963,6 +982,7 @@ func TestLloydRunner(t *testing.T) {
 		for _, s := range b.sessions {
 			calls += s.calls
 			empties += s.empties
+			finals += s.finals
 		}
 		if calls == 0 {
 			t.Errorf("K=%d: no LloydSteps call", c.cfg.K)
@@ -970,6 +990,9 @@ func TestLloydRunner(t *testing.T) {
 	}
 	if empties == 0 {
 		t.Error("no batch left a cluster empty")
+	}
+	if final && finals == 0 {
+		t.Error("no batch ended with a final labelling")
 	}
 }
 

@@ -601,6 +601,9 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 		if batched {
 			st := steps[0]
 			steps = steps[1:]
+			if st.Final {
+				return nil, errors.New("kmeans: a batch's final labelling before its settled iteration")
+			}
 			r.st.Reset(k, dim)
 			copy(r.st.Counts, st.Counts)
 			r.st.Inertia, r.st.Moved = st.Inertia, st.Moved
@@ -641,11 +644,19 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 		settled := same || (it > 0 && r.st.Inertia <= prevInertia &&
 			float64(prevInertia-r.st.Inertia) <= sg.tol*float64(r.st.Inertia))
 		if settled || it+1 >= cfg.MaxIter {
+			var final *LloydStep // the batch labelled with next already
+			if len(steps) == 1 && steps[0].Final && !same {
+				final, steps = &steps[0], nil
+			}
 			if len(steps) > 0 {
 				return nil, errors.New("kmeans: batched Lloyd iterations went on past convergence")
 			}
 			m.Converged = settled
-			if !same {
+			switch {
+			case final != nil:
+				copy(r.st.Counts, final.Counts)
+				r.st.Inertia, r.st.Moved = final.Inertia, final.Moved
+			case !same:
 				// Label with the final centroids, so that labels,
 				// counts and inertia describe them.
 				rg := trace.StartRegion(ctx, "kmeans.lloyd-final")
