@@ -631,10 +631,12 @@ func BenchmarkLloydSteps(b *testing.B) {
 	pts := colourPoints(colors[:32768], counts[:32768], "rgb")
 	const steps = 20
 	for _, k := range []int{16, 64, 256} {
+		// k distinct colours (a colour drawn twice leaves a cluster
+		// empty, which stops a batch after its first pass)
 		rng := rand.New(rand.NewPCG(uint64(k), 3))
 		cent := make([]int32, 0, 3*k)
-		for range k {
-			cent = append(cent, pts.At(rng.IntN(pts.Len()))...)
+		for _, i := range rng.Perm(pts.Len())[:k] {
+			cent = append(cent, pts.At(i)...)
 		}
 		s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
 		if err != nil {
