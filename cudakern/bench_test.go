@@ -392,6 +392,19 @@ func (s *meteredSession) Profile(ctx context.Context, inertia, utility []uint64)
 // (host-ms) is host work: the reduced set, breathing's bookkeeping (and
 // the seeding, with KQUANT_CUDA_SEED=host).
 func BenchmarkRunStages(b *testing.B) {
+	benchRuns(b, kmeans.Config{})
+}
+
+// BenchmarkRunPlain: whole runs as BenchmarkRunStages' of what ANCHORS.md's
+// tools do, k-means++ and Lloyd on all deduplicated colours: one start, no
+// reduced set, no breathing.
+func BenchmarkRunPlain(b *testing.B) {
+	benchRuns(b, kmeans.Config{Starts: 1, Coarse: -1, Breathe: -1})
+}
+
+// benchRuns is the body of BenchmarkRunStages and BenchmarkRunPlain: runs
+// of cfg with K and Backend set.
+func benchRuns(b *testing.B, cfg kmeans.Config) {
 	g := gpu(b)
 	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
 		px := loadPixels(b, name)
@@ -404,7 +417,8 @@ func BenchmarkRunStages(b *testing.B) {
 				for range b.N {
 					m = &meteredBackend{Backend: g}
 					t := time.Now()
-					if _, err := kmeans.Run(context.Background(), pts, kmeans.Config{K: k, Backend: m}, nil); err != nil {
+					cfg.K, cfg.Backend = k, m
+					if _, err := kmeans.Run(context.Background(), pts, cfg, nil); err != nil {
 						b.Fatal(err)
 					}
 					wall = time.Since(t)

@@ -122,8 +122,15 @@ const (
 	kPPGains     = "kq_pp_gains"
 	kPPAdd       = "kq_pp_add"
 	kPPNext      = "kq_pp_next"
+	kPPSteps     = "kq_pp_steps"
+	kSyncTest    = "kq_grid_sync_test"
 	kPCGDraws    = "kq_pcg_draws"
 	kLloydNext   = "kq_lloyd_next"
+
+	kLoopFastP8   = "kq_lloyd_steps_fast_p8"
+	kLoopFastP16  = "kq_lloyd_steps_fast_p16"
+	kLoopSmallP8  = "kq_lloyd_steps_small_p8"
+	kLoopSmallP16 = "kq_lloyd_steps_small_p16"
 
 	kWuF32D4     = "kq_wuhong_f32_d4"
 	kWuF32D32    = "kq_wuhong_f32_d32"
@@ -151,13 +158,18 @@ const (
 var prunedKernels = []string{kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kRIDF32, kRIDI64}
 
+// loopKernels are the loop kernels of the batch kernels (LloydSteps), which
+// take their shared memory dynamically too.
+var loopKernels = map[string]string{kFastP8M4: kLoopFastP8, kFastP16M4: kLoopFastP16, kSmallP8: kLoopSmallP8, kSmallP16: kLoopSmallP16}
+
 // assignKernels take their shared memory dynamically.
 var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
 	kIMAP8, kCellP8, kCell16P8, kGenF32, kGenI64}
 
 var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
 	kIMAP8, kCellP8, kCellBuild, kCell16P8, kCellBuild16, kGenF32, kGenI64, kProfile,
-	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPCGDraws, kLloydNext,
+	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPPSteps, kSyncTest, kPCGDraws, kLloydNext,
+	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather}
 
@@ -170,7 +182,8 @@ type Backend struct {
 	a     *driverAPI
 	w     *worker
 	fn    map[string]uintptr
-	smem  int // shared memory a block may use (opt-in maximum)
+	smem  int  // shared memory a block may use (opt-in maximum)
+	coop  bool // whether the device takes cooperative launches (launchCoop)
 	occMu sync.Mutex
 	occ   map[occKey]int
 
@@ -312,10 +325,18 @@ func (b *Backend) loadModule() error {
 	a.cuDeviceGetAttribute(unsafe.Pointer(&optin), attrMaxSharedPerBlockOptin, dev)
 	a.cuDeviceGetAttribute(unsafe.Pointer(&def), attrMaxSharedPerBlock, dev)
 	b.smem = int(max(optin, def))
+	var coop int32
+	if a.cuLaunchCooperativeKernel != nil && a.cuDeviceGetAttribute(unsafe.Pointer(&coop), attrCooperativeLaunch, dev) == cudaSuccess {
+		b.coop = coop != 0
+	}
 	// The assignment kernels take their shared memory dynamically; their
 	// static shared memory is below 1 KiB: leave it room.
 	b.smem -= 1024
-	for _, name := range append(slices.Clone(assignKernels), prunedKernels...) {
+	dynamic := append(slices.Clone(assignKernels), prunedKernels...)
+	for _, name := range loopKernels {
+		dynamic = append(dynamic, name)
+	}
+	for _, name := range dynamic {
 		if err := a.check("cuFuncSetAttribute("+name+")", a.cuFuncSetAttribute(b.fn[name], funcAttrMaxDynamicShared, int32(b.smem))); err != nil {
 			return err
 		}
@@ -427,6 +448,28 @@ func (b *Backend) launch(name string, grid, block, smem int, params unsafe.Point
 		return nil
 	}
 	return b.a.check("cuLaunchKernel("+name+")", r)
+}
+
+// errCoopTooLarge is launchCoop's answer when the grid does not fit on the
+// device at once.
+var errCoopTooLarge = errors.New("cudakern: a cooperative grid larger than the device holds")
+
+// launchCoop is launch as a cooperative launch: every block of the grid is
+// resident at once, so that the kernel may wait at grid-wide barriers. It
+// needs b.coop.
+func (b *Backend) launchCoop(name string, grid, block, smem int, params unsafe.Pointer) error {
+	argv := new([1]unsafe.Pointer)
+	argv[0] = params
+	r := b.a.cuLaunchCooperativeKernel(b.fn[name], uint32(grid), 1, 1, uint32(block), 1, 1, uint32(smem), 0,
+		unsafe.Pointer(argv))
+	runtime.KeepAlive(argv)
+	switch r {
+	case cudaSuccess:
+		return nil
+	case cudaErrorCoopTooLarge:
+		return errCoopTooLarge
+	}
+	return b.a.check("cuLaunchCooperativeKernel("+name+")", r)
 }
 
 // A kernelLaunch is one launch of a chain: a kernel, its blocks of block

@@ -50,6 +50,7 @@ const (
 	cudaErrorOutOfMemory   = 2
 	cudaErrorNoDevice      = 100
 	cudaErrorInvalidDevice = 101
+	cudaErrorCoopTooLarge  = 720 // CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
 )
 
 // Device attributes (CUdevice_attribute).
@@ -58,6 +59,7 @@ const (
 	attrMultiprocessorCount    = 16
 	attrComputeCapabilityMajor = 75
 	attrComputeCapabilityMinor = 76
+	attrCooperativeLaunch      = 95
 	attrMaxSharedPerBlockOptin = 97
 )
 
@@ -101,6 +103,8 @@ type driverAPI struct {
 	cuGraphLaunch               func(exec uintptr, stream uintptr) int32
 	cuGraphExecDestroy          func(exec uintptr) int32
 	cuGraphDestroy              func(g uintptr) int32
+	// cooperative launches (optional: kernels with grid barriers unused without)
+	cuLaunchCooperativeKernel func(fn uintptr, gx, gy, gz, bx, by, bz, smem uint32, stream uintptr, params unsafe.Pointer) int32
 }
 
 // libraryPath is the driver library to open; KQUANT_LIBCUDA overrides it

@@ -93,6 +93,7 @@ func openDriver(path string) (*driverAPI, error) {
 		{&a.cuEventElapsedTime, "cuEventElapsedTime"},
 		{&a.cuEventDestroy, "cuEventDestroy_v2"},
 		{&a.cuDevicePrimaryCtxReleaseV2, "cuDevicePrimaryCtxRelease_v2"},
+		{&a.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel"},
 		{&a.cuGraphCreate, "cuGraphCreate"},
 		{&a.cuGraphAddKernelNode, "cuGraphAddKernelNode"}, // CUDA_KERNEL_NODE_PARAMS v1
 		{&a.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"},

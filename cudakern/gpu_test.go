@@ -1131,3 +1131,67 @@ func TestClose(t *testing.T) {
 		t.Errorf("after Close and New: inertia %d, counts %v; before %d, %v", got.Inertia, got.Counts, want.Inertia, want.Counts)
 	}
 }
+
+// syncTest runs kq_grid_sync_test for rounds rounds on grid blocks and
+// returns its counts.
+func syncTest(tb testing.TB, g *Backend, grid, rounds int) [2]uint32 {
+	tb.Helper()
+	var counts [2]uint32
+	err := g.w.do(func() error {
+		d, err := g.alloc(16)
+		if err != nil {
+			return err
+		}
+		defer g.free(d)
+		if err := g.memset32(d, 0, 4); err != nil {
+			return err
+		}
+		p := &struct {
+			Bar, Count     uint64
+			Rounds, Unused int32
+		}{Bar: d, Count: d + 8, Rounds: int32(rounds)}
+		if err := g.launchCoop(kSyncTest, grid, 256, 0, unsafe.Pointer(p)); err != nil {
+			return err
+		}
+		return g.dtoh(unsafe.Pointer(&counts[0]), d+8, 8)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return counts
+}
+
+// TestGridSync: the grid barrier of the loop kernels holds every block
+// until all have arrived, round after round, on one block a multiprocessor
+// and on as many as fit.
+func TestGridSync(t *testing.T) {
+	g := gpu(t)
+	if !g.coop {
+		t.Skip("the device takes no cooperative launches")
+	}
+	for _, grid := range []int{1, g.dev.SMs, g.blocks(kSyncTest, 0, 1<<20)} {
+		const rounds = 2000
+		c := syncTest(t, g, grid, rounds)
+		if c[0] != uint32(rounds*grid) || c[1] != 0 {
+			t.Errorf("%d blocks, %d rounds: %d adds, %d blocks passed the barrier early", grid, rounds, c[0], c[1])
+		}
+	}
+}
+
+// BenchmarkGridSync: what a grid barrier costs (µs a round of
+// kq_grid_sync_test, an atomic and the barrier).
+func BenchmarkGridSync(b *testing.B) {
+	g := gpu(b)
+	if !g.coop {
+		b.Skip("the device takes no cooperative launches")
+	}
+	for _, grid := range []int{64, g.dev.SMs, g.blocks(kSyncTest, 0, 1<<20)} {
+		b.Run(fmt.Sprintf("blocks=%d", grid), func(b *testing.B) {
+			const rounds = 10000
+			for range b.N {
+				syncTest(b, g, grid, rounds)
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*rounds), "µs/sync")
+		})
+	}
+}

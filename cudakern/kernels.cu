@@ -135,6 +135,49 @@ __device__ void block_scalars(const Params& p, u64 inertia, u64 moved, u64 fb, u
     }
 }
 
+// grid_sync is a barrier of the whole grid, whose blocks must all be
+// resident at once (a cooperative launch). *bar counts the arrivals since
+// the launch (the host zeroes it before), and a block's target, which it
+// keeps from one barrier to the next (0 at the start), says how many
+// there are when every block has reached this barrier. Thread 0 of each
+// block arrives with a release and waits with acquires, so every write of
+// any block before the barrier is seen by every read after it
+// (cooperative groups' grid sync does the same). One barrier costs about
+// one round trip to L2 and back.
+__device__ __forceinline__ void grid_sync(u32* bar, u32& target) {
+    __syncthreads();
+    target += gridDim.x;
+    if (threadIdx.x == 0) {
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(bar) : "memory");
+        u32 v;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(bar) : "memory");
+        } while ((int)(v - target) < 0);
+    }
+    __syncthreads();
+}
+
+// SyncTest is the parameters of kq_grid_sync_test.
+struct SyncTest {
+    u64 bar;    // u32 for grid_sync, zero before the launch
+    u64 count;  // u32 [2]: the blocks' adds, the shortfalls seen
+    int rounds, pad;
+};
+
+// kq_grid_sync_test tests grid_sync (a cooperative launch): in each of
+// rounds rounds every block adds one to count[0], waits at the barrier,
+// and adds one to count[1] if it finds fewer than every block's adds so
+// far there.
+extern "C" __global__ void __launch_bounds__(256) kq_grid_sync_test(const SyncTest p) {
+    u32* c = (u32*)p.count;
+    u32 target = 0;
+    for (int r = 0; r < p.rounds; r++) {
+        if (threadIdx.x == 0) atomicAdd(c, 1u);
+        grid_sync((u32*)p.bar, target);
+        if (threadIdx.x == 0 && ((volatile u32*)c)[0] < (u32)(r + 1) * gridDim.x) atomicAdd(c + 1, 1u);
+    }
+}
+
 // flush adds the nonzero shared accumulators [0, nslots) to global slots
 // [base, base+nslots): one global atomic per block and slot.
 __device__ void flush(const u32* sacc, int nslots, u64* gacc) {
@@ -203,6 +246,18 @@ __device__ __forceinline__ float half_hi(u32 h) {
     float f;
     asm("{.reg .f16 l, u; mov.b32 {l, u}, %1; cvt.f32.f16 %0, u;}\n" : "=f"(f) : "r"(h));
     return f;
+}
+
+// table_ld reads a centroid table. The tables of a loop kernel
+// (kq_lloyd_steps_*) change between its passes, written by another block:
+// it reads them through L2 (ld.global.cg), never the read-only path, whose
+// cache a grid barrier does not clear. nc marks a read that may otherwise
+// take the read-only path.
+template <bool LOOP, bool NC = false, class T>
+__device__ __forceinline__ T table_ld(const T* p) {
+    if (LOOP) return __ldcg(p);
+    if (NC) return __ldg(p);
+    return *p;
 }
 
 // ------------------------------------------------------------ fast kernel
@@ -289,7 +344,7 @@ struct FastPoints {
     uint4 w[2];  // P8 uses w[0]: 4 points; P16 uses both: 4 points × 2 words
 };
 
-template <int FMT, int MT>
+template <int FMT, int MT, bool LOOP = false>
 __device__ __forceinline__ void fast_body(const Params& p) {
     constexpr int G = MT / 2;  // owned points per lane
     extern __shared__ uint4 smem4[];
@@ -301,7 +356,7 @@ __device__ __forceinline__ void fast_body(const Params& p) {
     const int nslots = k * (1 + dim);
     __shared__ u64 red[3 * 8];
 
-    for (int i = threadIdx.x; i < ntiles * 32; i += blockDim.x) sfrag[i] = ((const u32*)p.frag)[i];
+    for (int i = threadIdx.x; i < ntiles * 32; i += blockDim.x) sfrag[i] = table_ld<LOOP>((const u32*)p.frag + i);
     for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
     __syncthreads();
 
@@ -468,7 +523,7 @@ __device__ __forceinline__ void fast_body(const Params& p) {
                 const float y3 = __shfl_sync(0xffffffffu, xo[g][3], src);
                 u32 bd = 0xffffffffu, bl = 0;
                 for (int c = lane; c < k; c += 32) {
-                    const float4 cc = __ldg(cent + c);
+                    const float4 cc = table_ld<LOOP, true>(cent + c);
                     const float e0 = y0 - cc.x, e1 = y1 - cc.y, e2 = y2 - cc.z, e3 = y3 - cc.w;
                     const u32 d = (u32)fmaf(e3, e3, fmaf(e2, e2, fmaf(e1, e1, e0 * e0)));
                     if (d < bd) bd = d, bl = c;
@@ -527,7 +582,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) kq_fast_p16_m4(const Params
 // |c|^2): d = |x|^2 + |c|^2 + Σ x_j·(-2c_j), every partial sum an integer
 // below 2^24 (the same bound as the fast kernel), then key = d·2^s + j.
 
-template <int FMT>
+template <int FMT, bool LOOP = false>
 __device__ __forceinline__ void small_body(const Params& p) {
     extern __shared__ uint4 smem4[];
     if (lloyd_stopped(p)) return;
@@ -538,7 +593,7 @@ __device__ __forceinline__ void small_body(const Params& p) {
     __shared__ u64 red[3 * 8];
     const float4* cent = (const float4*)p.cent;
     for (int i = threadIdx.x; i < k; i += blockDim.x) {
-        const float4 c = cent[i];
+        const float4 c = table_ld<LOOP>(cent + i);
         sc[i] = make_float4(-2.0f * c.x, -2.0f * c.y, -2.0f * c.z, fmaf(c.z, c.z, fmaf(c.y, c.y, c.x * c.x)));
     }
     for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
@@ -597,7 +652,7 @@ __device__ __forceinline__ void small_body(const Params& p) {
             } else if (valid) {
                 u32 bd = 0xffffffffu;
                 for (int c = 0; c < k; c++) {
-                    const float4 cc = __ldg(cent + c);
+                    const float4 cc = table_ld<LOOP, true>(cent + c);
                     const float e0 = x[t][0] - cc.x, e1 = x[t][1] - cc.y, e2 = x[t][2] - cc.z;
                     const u32 d = (u32)fmaf(e2, e2, fmaf(e1, e1, e0 * e0));
                     if (d < bd) bd = d, lab = c;
@@ -1649,7 +1704,8 @@ __device__ __forceinline__ u32 half_of(int v) {
     return sign | (u32)(e + 15) << 10 | (mant & 0x3ffu);
 }
 
-extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParams p) {
+// lloyd_next_block is kq_lloyd_next's work for iteration it, in one block.
+__device__ void lloyd_next_block(const LloydParams& p, int it) {
     __shared__ int diff, empty, unfit, stop;
     volatile u64* scal = (volatile u64*)p.scal;
     if (scal[SCAL_STOP]) return;
@@ -1658,18 +1714,18 @@ extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParam
     const int k = p.k, dim = p.dim;
     const u64* acc = (const u64*)p.acc;
     int* cur = (int*)p.cur;
-    char* rec = (char*)p.rec + (size_t)p.it * p.stride;
+    char* rec = (char*)p.rec + (size_t)it * p.stride;
     u64* counts = (u64*)(rec + 32);
     int* next = (int*)(rec + 32 + 8 * k);
     for (int c = threadIdx.x; c < k; c += blockDim.x) {
-        const u64 w = acc[c * (1 + dim)];
+        const u64 w = __ldcg(acc + c * (1 + dim));  // summed by other blocks
         counts[c] = w;
         if (c >= p.nfixed && w == 0) empty = 1;
         for (int j = 0; j < dim; j++) {
             int v = cur[c * dim + j];
             if (c >= p.nfixed && w != 0) {
                 // Σw·x = centre·Σw + Σw·(x − centre), in wrapping arithmetic
-                const u64 sum = (u64)(i64)p.center[j] * w + acc[c * (1 + dim) + 1 + j];
+                const u64 sum = (u64)(i64)p.center[j] * w + __ldcg(acc + c * (1 + dim) + 1 + j);
                 v = round_div((i64)sum, w);
             }
             next[c * dim + j] = v;
@@ -1681,9 +1737,9 @@ extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParam
     __syncthreads();
     if (threadIdx.x == 0) {
         const u64 inertia = scal[0], moved = scal[1];
-        const bool haveprev = p.it > 0 || p.haveprev;
+        const bool haveprev = it > 0 || p.haveprev;
         // the record before this one, if any
-        const u64* before = p.it > 0 ? (const u64*)(rec - p.stride) : nullptr;
+        const u64* before = it > 0 ? (const u64*)(rec - p.stride) : nullptr;
         const u64 prev = before ? before[0] : p.prev;
         u64* head = (u64*)rec;
         head[0] = inertia, head[1] = moved;
@@ -1700,7 +1756,7 @@ extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParam
                       (unfit ? REC_UNFIT : 0) | REC_DONE;
             // a settled pass whose centroids moved lets one more pass
             // label the points with them, where the batch has room
-            stop = (settled && same) || empty || unfit || p.it >= p.last;
+            stop = (settled && same) || empty || unfit || it >= p.last;
         }
         if (stop) {
             scal[SCAL_STOP] = 1;
@@ -1735,6 +1791,43 @@ extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParam
         cent[c] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)x[3]);
     }
 }
+
+extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParams p) { lloyd_next_block(p, p.it); }
+
+// LloydLoop is the parameters of the loop kernels.
+struct LloydLoop {
+    Params kp;       // a pass's (the fast kernel's, as the batch's first pass had them)
+    LloydParams lp;  // kq_lloyd_next's, it unused
+    u64 bar;         // u32 for grid_sync, zero before the launch
+};
+
+static_assert(sizeof(LloydLoop) == sizeof(Params) + sizeof(LloydParams) + 8, "LloydLoop layout");
+
+// kq_lloyd_steps_* run a batch's iterations after its first pass in one
+// cooperative launch: iteration it is kq_lloyd_next's work in block 0,
+// a grid barrier, then (unless the batch stopped) the next pass by the
+// fast kernel's body in every block, and another barrier. What each pass
+// labels and sums is the fast kernel's, exactly.
+template <int KIND>
+__device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
+    u32* bar = (u32*)L.bar;
+    u32 target = 0;
+    for (int it = 0;; it++) {
+        if (blockIdx.x == 0) lloyd_next_block(L.lp, it);
+        grid_sync(bar, target);
+        if (lloyd_stopped(L.kp)) return;  // the same in every block; always by it = last
+        if (KIND == 0) fast_body<FMT_P8, 4, true>(L.kp);
+        if (KIND == 1) fast_body<FMT_P16, 4, true>(L.kp);
+        if (KIND == 2) small_body<FMT_P8, true>(L.kp);
+        if (KIND == 3) small_body<FMT_P16, true>(L.kp);
+        grid_sync(bar, target);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8(const LloydLoop L) { lloyd_loop<0>(L); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16(const LloydLoop L) { lloyd_loop<1>(L); }
+extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p8(const LloydLoop L) { lloyd_loop<2>(L); }
+extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p16(const LloydLoop L) { lloyd_loop<3>(L); }
 
 // PROF_SPLIT threads share a point in kq_profile, each comparing it with
 // every PROF_SPLIT-th centroid: a reduced set has too few points to fill
@@ -2169,11 +2262,11 @@ extern "C" __global__ void __launch_bounds__(1024) kq_pp_sample(const PPParams p
     if (t < p.T) pp_find(p, t, p.rs[t]);
 }
 
-// kq_pp_next (one block of 1024 threads) begins a streamed step: the
-// prefix sums and the potential (pp_scan), then, unless the potential is
-// zero (which stops this step and all later ones), T draws below it from
-// the stream's PCG and the point of each (pp_find, warp t for draw t).
-extern "C" __global__ void __launch_bounds__(1024) kq_pp_next(const PPParams p) {
+// pp_next_block begins a streamed step in one block: the prefix sums and
+// the potential (pp_scan), then, unless the potential is zero (which stops
+// this step and all later ones), T draws below it from the stream's PCG
+// and the point of each (pp_find, a warp a draw).
+__device__ void pp_next_block(const PPParams& p) {
     __shared__ u64 rs[PP_MAXT];
     __shared__ int stop;
     PPStream* st = (PPStream*)p.stream;
@@ -2192,43 +2285,28 @@ extern "C" __global__ void __launch_bounds__(1024) kq_pp_next(const PPParams p) 
         }
     }
     __syncthreads();
-    const int t = threadIdx.x >> 5;
-    if (!stop && t < p.T) pp_find(p, t, rs[t]);
+    if (!stop)
+        for (int t = threadIdx.x >> 5; t < p.T; t += blockDim.x >> 5) pp_find(p, t, rs[t]);
 }
 
-// kq_pp_gains (two points a thread) adds, per draw t, Σ w·(D − d(x, y_t))
-// over points nearer to y_t than D (one atomic per block and draw).
-extern "C" __global__ void __launch_bounds__(256) kq_pp_gains(const PPParams p) {
-    __shared__ float ys[PP_MAXT][4];
-    __shared__ u64 part[8][PP_MAXT];
-    if (pp_stopped(p)) return;
-    if (threadIdx.x < p.T) {
-        float y[4];
-        pp_point(p, ((const int*)p.cand)[threadIdx.x], y);
-        for (int j = 0; j < 4; j++) ys[threadIdx.x][j] = y[j];
-    }
-    __syncthreads();
-    const u32* D = (const u32*)p.D;
-    u64 acc[PP_MAXT];
+// kq_pp_next (one block of 1024 threads) is pp_next_block.
+extern "C" __global__ void __launch_bounds__(1024) kq_pp_next(const PPParams p) { pp_next_block(p); }
+
+// pp_gain adds to acc[t], for each draw t whose point ys[t] is nearer to x
+// than D (= di), w·(D − d(x, y_t)).
+__device__ __forceinline__ void pp_gain(const PPParams& p, const float x[4], u32 di, u64 w, const float (*ys)[4], u64* acc) {
 #pragma unroll
-    for (int t = 0; t < PP_MAXT; t++) acc[t] = 0;
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int i = blockIdx.x * 2 * blockDim.x + h * blockDim.x + threadIdx.x;
-        if (i < p.n) {
-            float x[4];
-            pp_point(p, i, x);
-            const u32 di = D[i];
-            const u64 w = pp_weight(p, i);
-#pragma unroll
-            for (int t = 0; t < PP_MAXT; t++) {
-                if (t < p.T) {
-                    const u32 d = pp_dist(x, ys[t]);
-                    if (d < di) acc[t] += w * (di - d);
-                }
-            }
+    for (int t = 0; t < PP_MAXT; t++) {
+        if (t < p.T) {
+            const u32 d = pp_dist(x, ys[t]);
+            if (d < di) acc[t] += w * (di - d);
         }
     }
+}
+
+// pp_gains_add adds the block's acc (256 threads) to gains, one atomic per
+// draw, through part.
+__device__ __forceinline__ void pp_gains_add(const PPParams& p, const u64* acc, u64 (*part)[PP_MAXT], u64* gains) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
     for (int t = 0; t < PP_MAXT; t++) {
@@ -2241,8 +2319,78 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_gains(const PPParams p) 
     if (threadIdx.x < p.T) {
         u64 s = 0;
         for (int w = 0; w < (int)(blockDim.x >> 5); w++) s += part[w][threadIdx.x];
-        if (s) atomicAdd((u64*)p.gains + threadIdx.x, s);
+        if (s) atomicAdd(gains + threadIdx.x, s);
     }
+}
+
+// pp_gains_block (256 threads) adds, per draw t, Σ w·(D − d(x, y_t)) over
+// the block's points nearer to y_t, the point cand[t], than D: points
+// i0 + threadIdx.x + h·blockDim.x for h < 2, and every stride-th after
+// them below end, to gains[t] (one atomic per block and draw).
+__device__ void pp_gains_block(const PPParams& p, const int* cand, u64* gains, int i0, int end, int stride) {
+    __shared__ float ys[PP_MAXT][4];
+    __shared__ u64 part[8][PP_MAXT];
+    if (threadIdx.x < p.T) {
+        float y[4];
+        pp_point(p, cand[threadIdx.x], y);
+        for (int j = 0; j < 4; j++) ys[threadIdx.x][j] = y[j];
+    }
+    __syncthreads();
+    u64 acc[PP_MAXT];
+#pragma unroll
+    for (int t = 0; t < PP_MAXT; t++) acc[t] = 0;
+    for (int b = i0; b < end; b += stride) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int i = b + h * blockDim.x + threadIdx.x;
+            if (i < end) {
+                float x[4];
+                pp_point(p, i, x);
+                pp_gain(p, x, ((const u32*)p.D)[i], pp_weight(p, i), ys, acc);
+            }
+        }
+    }
+    pp_gains_add(p, acc, part, gains);
+}
+
+// kq_pp_gains (two points a thread) is pp_gains_block.
+extern "C" __global__ void __launch_bounds__(256) kq_pp_gains(const PPParams p) {
+    if (pp_stopped(p)) return;
+    pp_gains_block(p, (const int*)p.cand, (u64*)p.gains, blockIdx.x * 2 * blockDim.x, p.n, p.n);
+}
+
+// pp_best is the first draw of largest gain (a warp, all lanes).
+__device__ __forceinline__ int pp_best(const PPParams& p, const u64* gains) {
+    const int lane = threadIdx.x & 31;
+    u64 gmax = lane < p.T ? __ldcg(gains + lane) : 0;
+    int best = lane < p.T ? lane : PP_MAXT;
+    for (int o = 16; o > 0; o >>= 1) {
+        const u64 og = shfl_u64(gmax, lane ^ o);
+        const int ob = __shfl_xor_sync(0xffffffffu, best, o);
+        if (og > gmax || (og == gmax && ob < best)) gmax = og, best = ob;
+    }
+    return best;
+}
+
+// pp_record records the streamed step's point c (block 0, one thread).
+__device__ __forceinline__ void pp_record(const PPParams& p, int c) {
+    ((u64*)p.out)[0] = (u64)c;
+    if (p.stream) {
+        PPStream* st = (PPStream*)p.stream;
+        ((int*)p.picks)[st->step++] = c;
+    }
+}
+
+// pp_add_point lowers D of point i (below n) to its distance from y and
+// returns w·D.
+__device__ __forceinline__ u64 pp_add_point(const PPParams& p, int i, const float y[4]) {
+    float x[4];
+    pp_point(p, i, x);
+    u32* D = (u32*)p.D;
+    u32 di = D[i];
+    const u32 d = pp_dist(x, y);
+    if (d < di) D[i] = di = d;
+    return pp_weight(p, i) * di;
 }
 
 // kq_pp_add (a point a thread) makes the draw of largest gain (the first
@@ -2252,43 +2400,244 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_add(const PPParams p) {
     __shared__ float y[4];
     if (pp_stopped(p)) return;
     if (threadIdx.x < 32) {
-        // the first draw of largest gain, by a warp
-        const int lane = threadIdx.x;
-        u64 gmax = lane < p.T ? ((const u64*)p.gains)[lane] : 0;
-        int best = lane < p.T ? lane : PP_MAXT;
-        for (int o = 16; o > 0; o >>= 1) {
-            const u64 og = shfl_u64(gmax, lane ^ o);
-            const int ob = __shfl_xor_sync(0xffffffffu, best, o);
-            if (og > gmax || (og == gmax && ob < best)) gmax = og, best = ob;
-        }
-        if (lane == 0) {
+        const int best = pp_best(p, (const u64*)p.gains);
+        if (threadIdx.x == 0) {
             const int c = ((const int*)p.cand)[best];
-            float v[4];
-            pp_point(p, c, v);
-            for (int j = 0; j < 4; j++) y[j] = v[j];
-            if (blockIdx.x == 0) {
-                ((u64*)p.out)[0] = (u64)c;
-                if (p.stream) {
-                    PPStream* st = (PPStream*)p.stream;
-                    ((int*)p.picks)[st->step++] = c;
-                }
-            }
+            pp_point(p, c, y);
+            if (blockIdx.x == 0) pp_record(p, c);
         }
     }
     __syncthreads();
     const float yy[4] = {y[0], y[1], y[2], y[3]};
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    u64 v = 0;
-    if (i < p.n) {
-        float x[4];
-        pp_point(p, i, x);
-        u32* D = (u32*)p.D;
-        u32 di = D[i];
-        const u32 d = pp_dist(x, yy);
-        if (d < di) D[i] = di = d;
-        v = pp_weight(p, i) * di;
+    pp_group_sum(p, i & ~31, i < p.n ? pp_add_point(p, i, yy) : 0);
+}
+
+// PP_MAXB is the most blocks of kq_pp_steps; PP_REG·256 points of a
+// block's chunk stay in registers.
+#define PP_MAXB 1024
+#define PP_REG 4
+
+// PPLoop is the parameters of kq_pp_steps.
+struct PPLoop {
+    PPParams p;
+    u64 bar;     // u32 for grid_sync, zero before the launch
+    u64 btot;    // u64 [gridDim.x]: Σ w·D over each block's chunk of points
+    u64 gains2;  // u64 [2][PP_MAXT]: the gains of even and of odd steps
+    int steps;   // streamed steps to make
+    int chunk;   // points of a block's chunk, a multiple of PP_GROUP
+};
+
+static_assert(sizeof(PPLoop) == sizeof(PPParams) + 32, "PPLoop layout");
+
+// kq_pp_steps makes up to steps streamed steps in one cooperative launch
+// of at most PP_MAXB blocks of 256 threads, block b owning the points
+// [b·chunk, (b+1)·chunk): their D, their groups' sums and their total,
+// btot[b]. A step is two parts with a grid barrier after each:
+//  1. every block alike scans btot, takes the potential and the step's T
+//     draws from its own copy of the stream's PCG, and finds the point of
+//     each draw (the chunk by btot's prefixes, the group by the chunk's
+//     group sums, the point by a warp scan: pp_find's answer, exactly);
+//     then it adds its own points' gains for those draws (kq_pp_gains);
+//  2. every block makes the draw of largest gain a centroid for its own
+//     points (kq_pp_add) and sums them again.
+// Block 0 records the steps, clears the other step's gains and, at the
+// end, writes the PCG's state back.
+extern "C" __global__ void __launch_bounds__(256) kq_pp_steps(const PPLoop L) {
+    const PPParams& p = L.p;
+    __shared__ u64 bpre[PP_MAXB];  // inclusive prefixes of btot
+    __shared__ u64 ws[32];
+    __shared__ u64 rs[PP_MAXT], pcg[2];
+    __shared__ int cand[PP_MAXT], stop, chosen;
+    __shared__ float ys[PP_MAXT][4];  // the draws' points
+    if (pp_stopped(p)) return;  // the same in every block
+    PPStream* st = (PPStream*)p.stream;
+    u32* bar = (u32*)L.bar;
+    u32 target = 0;
+    u64* btot = (u64*)L.btot;
+    const u64* gsum = (const u64*)p.gsum;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int lo = min(p.n, blockIdx.x * L.chunk), hi = min(p.n, lo + L.chunk);
+    const int nb = gridDim.x;
+    // the thread's points lo + threadIdx.x + 256h for h < PP_REG stay in
+    // registers (any further ones are read each time)
+    float px[PP_REG][4];
+    u32 pd[PP_REG], pw[PP_REG];
+#pragma unroll
+    for (int h = 0; h < PP_REG; h++) {
+        const int i = lo + h * 256 + threadIdx.x;
+        pd[h] = pw[h] = 0;
+        if (i < hi) {
+            pp_point(p, i, px[h]);
+            pd[h] = ((const u32*)p.D)[i];
+            pw[h] = (u32)pp_weight(p, i);
+        }
     }
-    pp_group_sum(p, i & ~31, v);
+    {
+        // the chunk's total from its group sums (kq_pp_start's or kq_pp_add's)
+        u64 v = 0;
+        for (int g = lo / PP_GROUP + threadIdx.x; g < (hi + PP_GROUP - 1) / PP_GROUP; g += blockDim.x) v += gsum[g];
+        v = block_sum_u64(v);
+        if (threadIdx.x == 0) {
+            btot[blockIdx.x] = v;
+            pcg[0] = st->hi, pcg[1] = st->lo;
+        }
+        if (blockIdx.x == 0 && threadIdx.x < PP_MAXT) ((u64*)L.gains2)[threadIdx.x] = 0;
+    }
+    grid_sync(bar, target);
+    int s = 0;
+    for (; s < L.steps; s++) {
+        u64* gains = (u64*)L.gains2 + (s & 1) * PP_MAXT;
+        // ---- 1. the potential: btot's inclusive prefixes
+        {
+            const int per = (nb + blockDim.x - 1) / blockDim.x;  // ≤ 4
+            u64 loc[PP_MAXB / 256], sum = 0;
+#pragma unroll
+            for (int j = 0; j < PP_MAXB / 256; j++) {
+                const int i = threadIdx.x * per + j;
+                loc[j] = j < per && i < nb ? __ldcg(btot + i) : 0;
+                sum += loc[j];
+            }
+            u64 x = sum;
+            for (int o = 1; o < 32; o <<= 1) {
+                const u64 t = shfl_u64(x, max(lane - o, 0));
+                if (lane >= o) x += t;
+            }
+            if (lane == 31) ws[warp] = x;
+            __syncthreads();
+            u64 run = x - sum;
+            for (int w = 0; w < warp; w++) run += ws[w];
+#pragma unroll
+            for (int j = 0; j < PP_MAXB / 256; j++) {
+                const int i = threadIdx.x * per + j;
+                run += loc[j];
+                if (j < per && i < nb) bpre[i] = run;
+            }
+            __syncthreads();
+        }
+        // ---- the draws
+        if (threadIdx.x == 0) {
+            const u64 pot = bpre[nb - 1];
+            stop = pot == 0;
+            if (stop) {
+                if (blockIdx.x == 0) st->stop = 1;
+            } else {
+                u64 h = pcg[0], l = pcg[1];
+                for (int t = 0; t < p.T; t++) rs[t] = pcg_below(h, l, pot);
+                pcg[0] = h, pcg[1] = l;
+            }
+        }
+        __syncthreads();
+        if (stop) break;  // the same in every block
+        // ---- the point of each draw, a warp a draw
+        for (int t = warp; t < p.T; t += blockDim.x >> 5) {
+            const u64 r = rs[t];
+            // the chunk: the first b with bpre[b] > r
+            int b = 0;
+            for (int b0 = 0; b0 < nb; b0 += 32) {
+                const u32 m = __ballot_sync(0xffffffffu, b0 + lane < nb && bpre[b0 + lane] > r);
+                if (m) {
+                    b = b0 + __ffs(m) - 1;
+                    break;
+                }
+            }
+            u64 rem = r - (b > 0 ? bpre[b - 1] : 0);
+            // the group: the first in chunk b whose prefix exceeds rem
+            const int g0 = b * L.chunk / PP_GROUP, g1 = (min(p.n, (b + 1) * L.chunk) + PP_GROUP - 1) / PP_GROUP;
+            int g = g1 - 1;
+            for (int a = g0; a < g1; a += 32) {
+                u64 x = a + lane < g1 ? __ldcg(gsum + a + lane) : 0;
+                for (int o = 1; o < 32; o <<= 1) {
+                    const u64 t2 = shfl_u64(x, max(lane - o, 0));
+                    if (lane >= o) x += t2;
+                }
+                const u32 m = __ballot_sync(0xffffffffu, x > rem);
+                if (m) {
+                    const int j = __ffs(m) - 1;
+                    g = a + j;
+                    rem -= j > 0 ? shfl_u64(x, j - 1) : 0;
+                    break;
+                }
+                rem -= shfl_u64(x, 31);
+            }
+            // the point: as pp_find; each lane reads its point too
+            const int i = g * PP_GROUP + lane;
+            float xi[4] = {0, 0, 0, 0};
+            u64 x = 0;
+            if (i < p.n) {
+                x = pp_weight(p, i) * __ldcg((const u32*)p.D + i);
+                pp_point(p, i, xi);
+            }
+            for (int o = 1; o < 32; o <<= 1) {
+                const u64 t2 = shfl_u64(x, max(lane - o, 0));
+                if (lane >= o) x += t2;
+            }
+            const u32 hit = __ballot_sync(0xffffffffu, x > rem);
+            const int c = hit ? g * PP_GROUP + __ffs(hit) - 1 : min(p.n - 1, g * PP_GROUP + 31);
+#pragma unroll
+            for (int j = 0; j < 4; j++) xi[j] = __shfl_sync(0xffffffffu, xi[j], c - g * PP_GROUP);
+            if (lane == 0) {
+                cand[t] = c;
+                for (int j = 0; j < 4; j++) ys[t][j] = xi[j];
+            }
+        }
+        __syncthreads();
+        // ---- the gains of the block's points
+        {
+            __shared__ u64 part[8][PP_MAXT];
+            u64 acc[PP_MAXT];
+#pragma unroll
+            for (int t = 0; t < PP_MAXT; t++) acc[t] = 0;
+#pragma unroll
+            for (int h = 0; h < PP_REG; h++)
+                if (lo + h * 256 + (int)threadIdx.x < hi) pp_gain(p, px[h], pd[h], pw[h], ys, acc);
+            for (int i = lo + PP_REG * 256 + threadIdx.x; i < hi; i += 256) {
+                float x[4];
+                pp_point(p, i, x);
+                pp_gain(p, x, ((const u32*)p.D)[i], pp_weight(p, i), ys, acc);
+            }
+            pp_gains_add(p, acc, part, gains);
+        }
+        grid_sync(bar, target);
+        // ---- 2. the draw of largest gain joins the centroids
+        if (warp == 0) {
+            const int best = pp_best(p, gains);
+            if (lane == 0) {
+                chosen = best;
+                if (blockIdx.x == 0) pp_record(p, cand[best]);
+            }
+        }
+        if (blockIdx.x == 0 && threadIdx.x < PP_MAXT) ((u64*)L.gains2)[((s + 1) & 1) * PP_MAXT + threadIdx.x] = 0;
+        __syncthreads();
+        const float yy[4] = {ys[chosen][0], ys[chosen][1], ys[chosen][2], ys[chosen][3]};
+        u64 tot = 0;
+#pragma unroll
+        for (int h = 0; h < PP_REG; h++) {
+            const int g = lo + h * 256 + warp * PP_GROUP;  // the warp's group
+            if (g < hi) {
+                const int i = g + lane;
+                u64 v = 0;
+                if (i < hi) {
+                    const u32 d = pp_dist(px[h], yy);
+                    if (d < pd[h]) pd[h] = d, ((u32*)p.D)[i] = d;
+                    v = (u64)pw[h] * pd[h];
+                }
+                v = warp_sum_u64(v);
+                if (lane == 0) ((u64*)p.gsum)[g / PP_GROUP] = v;
+                tot += v;
+            }
+        }
+        for (int g = lo + PP_REG * 256 + warp * PP_GROUP; g < hi; g += blockDim.x) {
+            const int i = g + lane;
+            const u64 v = warp_sum_u64(i < hi ? pp_add_point(p, i, yy) : 0);
+            if (lane == 0) ((u64*)p.gsum)[g / PP_GROUP] = v;
+            tot += v;
+        }
+        tot = block_sum_u64(lane == 0 ? tot : 0);
+        if (threadIdx.x == 0) btot[blockIdx.x] = tot;
+        grid_sync(bar, target);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) st->hi = pcg[0], st->lo = pcg[1];
 }
 
 // ------------------------------------------- pruned kernels: wuhong, bounds

@@ -22,6 +22,13 @@ type lloydParams struct {
 	Radius                          int64
 }
 
+// lloydLoop mirrors struct LloydLoop of kernels.cu (the loop kernels).
+type lloydLoop struct {
+	KP  kparams
+	LP  lloydParams
+	Bar uint64
+}
+
 // The flags of a batch's record (REC_* of kernels.cu).
 const (
 	recSettled = 1
@@ -40,6 +47,7 @@ type batchState struct {
 	dCur, dRec     uint64
 	curCap, recCap int    // bytes
 	recs           []byte // host copy of the records
+	dBar           uint64 // the loop kernels' grid barrier, zeroed before each launch
 }
 
 // errLloydStepwise is LloydSteps' answer when KQUANT_CUDA_LLOYD=step asks
@@ -94,8 +102,12 @@ func (s *session) batchKernel(cent []int32) (string, error) {
 // LloydSteps implements kmeans.LloydRunner: the first pass as Assign's,
 // then each later one after kq_lloyd_next (the update, the convergence
 // test and the next pass's tables on the device), all in one job on the
-// context's thread, and one read-back of the records. KQUANT_CUDA_LLOYD=step
-// makes it decline.
+// context's thread, and one read-back of the records. Where the device
+// takes cooperative launches, one launch of the batch kernel's loop kernel
+// makes all passes after the first, with grid barriers between the update
+// and the pass (stepsLoop); else the two kernels are launched a pass.
+// KQUANT_CUDA_LLOYD=step makes it decline, and =launch launches a pass's
+// kernels, for comparisons.
 func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]kmeans.LloydStep, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -170,7 +182,14 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		kp.Flags &^= flagAllMoved | flagFreshAcc // labels and sums carry on
 		defer runtime.KeepAlive(kp)
 		defer runtime.KeepAlive(lp)
+		looped, err := bs.stepsLoop(b, kernel, s.pass.grid, s.pass.smem, kp, lp)
+		if err != nil {
+			return err
+		}
 		for it := range steps {
+			if looped {
+				break
+			}
 			lp.It = int32(it) // the launch copies the parameters
 			if err := b.launch(kLloydNext, 1, 256, 0, unsafe.Pointer(lp)); err != nil {
 				return err
@@ -246,10 +265,43 @@ func finalNext(recs []byte, it, stride int) bool {
 	return flags&recDone != 0 && flags&recFinal != 0
 }
 
+// stepsLoop launches the loop kernel of batch kernel kernel (a grid of
+// grid blocks at most, smem bytes of shared memory each) for the
+// parameters kp and lp, and reports whether it did: not where the device
+// takes no cooperative launch, the kernel has no loop kernel, or
+// KQUANT_CUDA_LLOYD=launch.
+func (bs *batchState) stepsLoop(b *Backend, kernel string, grid, smem int, kp *kparams, lp *lloydParams) (bool, error) {
+	loop, ok := loopKernels[kernel]
+	if !ok || !b.coop || os.Getenv("KQUANT_CUDA_LLOYD") == "launch" {
+		return false, nil
+	}
+	if bs.dBar == 0 {
+		bar, err := b.alloc(8)
+		if err != nil {
+			return false, err
+		}
+		bs.dBar = bar
+	}
+	if err := b.memset32(bs.dBar, 0, 1); err != nil {
+		return false, err
+	}
+	// the loop kernel may hold fewer blocks at once than the pass kernel;
+	// the blocks split the points anyway
+	grid = b.blocks(loop, smem, grid)
+	ll := &lloydLoop{KP: *kp, LP: *lp, Bar: bs.dBar}
+	err := b.launchCoop(loop, grid, 256, smem, unsafe.Pointer(ll))
+	runtime.KeepAlive(ll)
+	if err == errCoopTooLarge {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 func (bs *batchState) release(b *Backend) {
 	b.free(bs.dCur)
 	b.free(bs.dRec)
-	bs.dCur, bs.dRec, bs.curCap, bs.recCap = 0, 0, 0, 0
+	b.free(bs.dBar)
+	bs.dCur, bs.dRec, bs.curCap, bs.recCap, bs.dBar = 0, 0, 0, 0, 0
 }
 
 var _ kmeans.LloydRunner = (*session)(nil)

@@ -53,6 +53,14 @@ func TestParamsLayout(t *testing.T) {
 	if unsafe.Sizeof(sp) != 408 || unsafe.Offsetof(sp.N) != 88 || unsafe.Offsetof(sp.Rs) != 152 {
 		t.Errorf("ppParams: size %d, N at %d, Rs at %d; want 408, 88, 152", unsafe.Sizeof(sp), unsafe.Offsetof(sp.N), unsafe.Offsetof(sp.Rs))
 	}
+	var ll lloydLoop
+	if unsafe.Sizeof(ll) != 312 || unsafe.Offsetof(ll.LP) != 184 || unsafe.Offsetof(ll.Bar) != 304 {
+		t.Errorf("lloydLoop: size %d, LP at %d, Bar at %d; want 312, 184, 304", unsafe.Sizeof(ll), unsafe.Offsetof(ll.LP), unsafe.Offsetof(ll.Bar))
+	}
+	var pl ppLoop
+	if unsafe.Sizeof(pl) != 440 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 432 {
+		t.Errorf("ppLoop: size %d, Bar at %d, Steps at %d; want 440, 408, 432", unsafe.Sizeof(pl), unsafe.Offsetof(pl.Bar), unsafe.Offsetof(pl.Steps))
+	}
 	var d dedupParams
 	if unsafe.Sizeof(d) != 72 || unsafe.Offsetof(d.N) != 64 {
 		t.Errorf("dedupParams: size %d, N at %d; want 72, 64", unsafe.Sizeof(d), unsafe.Offsetof(d.N))

@@ -62,6 +62,7 @@ type seedState struct {
 	dD, dGroups, dSmall, dCent uint64
 	centBytes                  int
 	dStream                    uint64 // ppStream, then an int per step
+	dLoop                      uint64 // kq_pp_steps' buffers (stepsCoop)
 	streamBytes                int
 	ngroups                    int
 	p                          ppParams
@@ -81,6 +82,65 @@ const seedChainSteps = 16
 // step returns the launches of one streamed step.
 func (st *seedState) step() []kernelLaunch {
 	return []kernelLaunch{{kPPNext, 1, 1024, 0}, {kPPGains, st.grid(512), 256, 0}, {kPPAdd, st.grid(256), 256, 0}}
+}
+
+// ppLoop mirrors struct PPLoop of kernels.cu (kq_pp_steps).
+type ppLoop struct {
+	P                 ppParams
+	Bar, Btot, Gains2 uint64
+	Steps, Chunk      int32
+}
+
+const (
+	// coopSteps is the most streamed steps of one kq_pp_steps launch,
+	// which then lasts a few milliseconds at most: far below the watchdog
+	// of a GPU that also drives a display.
+	coopSteps = 256
+	// ppMaxB is PP_MAXB of kernels.cu, the most blocks of kq_pp_steps.
+	ppMaxB = 1024
+	// ppLoopBytes is the bytes of kq_pp_steps' buffers: btot, the gains
+	// of two steps, the barrier.
+	ppLoopBytes = 8*ppMaxB + 16*ppMaxT + 8
+)
+
+// stepsCoop launches steps streamed steps for the parameters p by
+// kq_pp_steps, coopSteps a launch, and reports whether it did: not where
+// the device takes no cooperative launch of that grid (then it launched
+// nothing).
+func (st *seedState) stepsCoop(b *Backend, p *ppParams, steps int) (bool, error) {
+	if !b.coop {
+		return false, nil
+	}
+	if st.dLoop == 0 {
+		d, err := b.alloc(ppLoopBytes)
+		if err != nil {
+			return false, err
+		}
+		st.dLoop = d
+	}
+	// a chunk of points a block: a whole number of groups, and blocks
+	// enough to fill the device (at least 256 points each)
+	n := int(p.N)
+	grid := min(ppMaxB, b.blocks(kPPSteps, 0, (n+255)/256))
+	chunk := (n + grid - 1) / grid
+	chunk = (chunk + ppGroup - 1) / ppGroup * ppGroup
+	grid = (n + chunk - 1) / chunk
+	lp := &ppLoop{P: *p, Btot: st.dLoop, Gains2: st.dLoop + 8*ppMaxB, Bar: st.dLoop + 8*ppMaxB + 16*ppMaxT, Chunk: int32(chunk)}
+	defer runtime.KeepAlive(lp)
+	for left := steps; left > 0; left -= coopSteps {
+		if err := b.memset32(lp.Bar, 0, 1); err != nil {
+			return left < steps, err
+		}
+		lp.Steps = int32(min(left, coopSteps)) // the launch copies lp
+		err := b.launchCoop(kPPSteps, grid, 256, 0, unsafe.Pointer(lp))
+		if err == errCoopTooLarge && left == steps {
+			return false, nil
+		}
+		if err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // stepChain returns the chain of seedChainSteps steps for the streamed
@@ -155,7 +215,7 @@ func (s *session) seedBuffers() error {
 func (s *session) seedRelease() {
 	if st := s.seed; st != nil {
 		st.freeChain(s.b)
-		for _, p := range []uint64{st.dD, st.dGroups, st.dSmall, st.dCent, st.dStream} {
+		for _, p := range []uint64{st.dD, st.dGroups, st.dSmall, st.dCent, st.dStream, st.dLoop} {
 			s.b.free(p)
 		}
 		s.seed = nil
@@ -295,11 +355,13 @@ func (s *session) SeedStep(rs []uint64) (int, uint64, error) {
 // SeedSteps implements kmeans.StreamSeeder: steps streamed steps (each
 // kq_pp_next, kq_pp_gains, kq_pp_add) go to the device in one job, the
 // draws taken there from the PCG, and one read-back brings the chosen
-// points, the potential and the PCG's state. The steps go by chains (CUDA
-// graphs) of seedChainSteps where the driver has them, the rest one by one.
-// KQUANT_CUDA_SEED=step makes it decline (ErrSeedUnsupported), so that
-// the engine takes a round trip a step, and =launch launches the kernels
-// one by one, for comparisons.
+// points, the potential and the PCG's state. Where the device takes
+// cooperative launches, one kq_pp_steps makes the steps with grid
+// barriers between their parts (stepsCoop); else they go by chains (CUDA
+// graphs) of seedChainSteps where the driver has them, the rest one by
+// one. For comparisons, KQUANT_CUDA_SEED=step makes it decline
+// (ErrSeedUnsupported), so that the engine takes a round trip a step,
+// =chain takes the chains, and =launch launches the kernels one by one.
 func (s *session) SeedSteps(pcg kmeans.PCGState, trials, steps int) ([]int, uint64, kmeans.PCGState, error) {
 	if err := s.seedCheck(); err != nil {
 		return nil, 0, pcg, err
@@ -330,8 +392,18 @@ func (s *session) SeedSteps(pcg kmeans.PCGState, trials, steps int) ([]int, uint
 		*p = st.p
 		p.T, p.Stream, p.Out, p.Picks = int32(trials), st.dStream, st.dStream+24, st.dStream+ppStreamSize
 		defer runtime.KeepAlive(p)
-		graphs := os.Getenv("KQUANT_CUDA_SEED") != "launch" && s.b.hasGraphs()
+		mode := os.Getenv("KQUANT_CUDA_SEED")
 		left := steps
+		if mode != "chain" && mode != "launch" {
+			done, err := st.stepsCoop(s.b, p, steps)
+			if err != nil {
+				return err
+			}
+			if done {
+				left = 0
+			}
+		}
+		graphs := mode != "launch" && s.b.hasGraphs()
 		for ; graphs && left >= seedChainSteps; left -= seedChainSteps {
 			c, err := st.stepChain(s.b, p)
 			if err == nil {
