@@ -668,6 +668,14 @@ func BenchmarkLloydSteps(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/iter")
 		})
+		// a batch of one pass: what a batch costs besides its passes
+		b.Run(fmt.Sprintf("k=%d/batch-of-1", k), func(b *testing.B) {
+			for range b.N {
+				if _, err := s.(kmeans.LloydRunner).LloydSteps(ctx, cent, 0, 0, nil, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("k=%d/stepwise", k), func(b *testing.B) {
 			var n int
 			var st kmeans.Stats
