@@ -652,35 +652,43 @@ func TestCellConstants(t *testing.T) {
 }
 
 // TestCellAuto: which point sets and k take the cell-pruned kernels when
-// Assign picks (pixels from cellAutoMin centroids on; weighted colours
-// where the build pays, by the cost model of cellAuto).
+// Assign picks (pixels from cellAutoMin centroids on, up to idpK only
+// where the tiles found them spread little; weighted colours where the
+// build pays, by the cost model of cellAuto), and the integer tensor-core
+// kernel (weighted points only).
 func TestCellAuto(t *testing.T) {
 	for _, c := range []struct {
 		n, k, dim int
 		weighted  bool
+		spread    spread
 		want      bool
 	}{
-		{14_745_600, 16, 3, false, false},
-		{14_745_600, 64, 3, false, false},
-		{14_745_600, 128, 3, false, false},
-		{14_745_600, 256, 3, false, true},
-		{14_745_600, 1024, 3, false, true},
-		{14_745_600, 2048, 3, false, false},
-		{100_000, 64, 4, false, false},
-		{940_574, 256, 3, true, true},
-		{940_574, 64, 3, true, false},
-		{940_574, 128, 3, true, false},
-		{200_000, 256, 3, true, false},
-		{100_000, 1024, 3, true, true},
-		{32_768, 256, 3, true, false},
+		{14_745_600, 16, 3, false, spreadLow, false},
+		{14_745_600, 64, 3, false, spreadLow, false},
+		{14_745_600, 128, 3, false, spreadLow, false},
+		{14_745_600, 256, 3, false, spreadLow, true},
+		{14_745_600, 256, 3, false, spreadUnknown, false},
+		{14_745_600, 256, 3, false, spreadHigh, false},
+		{14_745_600, 1024, 3, false, spreadHigh, true},
+		{14_745_600, 2048, 3, false, spreadLow, false},
+		{100_000, 64, 4, false, spreadLow, false},
+		{940_574, 256, 3, true, spreadUnknown, true},
+		{940_574, 64, 3, true, spreadUnknown, false},
+		{940_574, 128, 3, true, spreadUnknown, false},
+		{200_000, 256, 3, true, spreadUnknown, false},
+		{100_000, 1024, 3, true, spreadUnknown, true},
+		{32_768, 256, 3, true, spreadUnknown, false},
 	} {
 		pts := &kmeans.Points{Dim: c.dim}
 		if c.weighted {
 			pts.Weights = []uint32{1}
 		}
-		s := &session{pts: pts, L: layout{dim: c.dim, n: c.n}}
+		s := &session{pts: pts, L: layout{dim: c.dim, n: c.n}, spread: c.spread}
 		if got := s.cellAuto(c.k); got != c.want {
-			t.Errorf("n = %d, k = %d, dim %d, weighted %v: cellAuto %v, want %v", c.n, c.k, c.dim, c.weighted, got, c.want)
+			t.Errorf("n = %d, k = %d, dim %d, weighted %v, spread %d: cellAuto %v, want %v", c.n, c.k, c.dim, c.weighted, c.spread, got, c.want)
+		}
+		if got, want := s.imaAuto(c.k), c.weighted && c.k >= imaAutoMin && c.k <= idpK; got != want {
+			t.Errorf("n = %d, k = %d, weighted %v: imaAuto %v, want %v", c.n, c.k, c.weighted, got, want)
 		}
 	}
 }
@@ -701,22 +709,35 @@ func TestTileAuto(t *testing.T) {
 			t.Errorf("variant %q, k = %d: tileAuto %v, want %v", c.variant, c.k, got, c.want)
 		}
 	}
-	const k = 64
-	s := &session{L: layout{n: n}}
+	// pixels at k = 256: tiles first, then the cell kernel where they
+	// kept less than the share, else full searches and tiles again after
+	// tileRetry passes
+	const k = 256
+	s := &session{pts: &kmeans.Points{Dim: 3}, L: layout{n: n, dim: 3}}
+	if s.cellAuto(k) || !s.tileAuto(k) {
+		t.Fatal("pixels, no tile pass yet: not by tiles")
+	}
 	s.work = uint64(tileMaxShare*n*k) - 1 // kept just under the share
 	s.tileSeen(k)
-	if !s.tileAuto(k) {
-		t.Fatal("boxes that keep less than the share: no longer by tiles")
+	if !s.tileAuto(k) || !s.cellAuto(k) {
+		t.Fatal("boxes that keep less than the share: no longer by tiles, or not by cells")
 	}
 	s.work = uint64(tileMaxShare*n*k) + 1
 	s.tileSeen(k)
 	for i := range tileRetry {
-		if s.tileAuto(k) {
-			t.Fatalf("pass %d after boxes that kept more than the share: by tiles", i+1)
+		if s.tileAuto(k) || s.cellAuto(k) {
+			t.Fatalf("pass %d after boxes that kept more than the share: by tiles or cells", i+1)
 		}
 	}
 	if !s.tileAuto(k) {
 		t.Errorf("by tiles again after %d passes: no", tileRetry)
+	}
+	// weighted points: the share leaves the cells to their cost model
+	w := &session{pts: &kmeans.Points{Dim: 3, Weights: []uint32{1}}, L: layout{n: 940_574, dim: 3}}
+	w.work = uint64(w.L.n) * k
+	w.tileSeen(k)
+	if w.spread != spreadUnknown || !w.cellAuto(k) {
+		t.Errorf("weighted points: spread %d, cellAuto %v after a tile pass", w.spread, w.cellAuto(k))
 	}
 	f := &session{variant: "tile", L: layout{n: n}}
 	f.work = n * k

@@ -116,6 +116,7 @@ type session struct {
 	lastKern  string // the labelling kernel of the last lloydPass
 	lastTile  bool   // its kq_idp_p8 searched by tiles (flagTile)
 	tileOff   int    // passes left that kq_idp_p8 searches in full (tileAuto)
+	spread    spread // what the tile passes said of the pixels (cellAuto)
 	fallbacks uint64 // points of the last Assign searched again exactly (fast kernel)
 
 	up   []byte   // host staging of the upload
@@ -460,7 +461,7 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 				}
 				cell = idp || wide
 			}
-			if !cell && b.imaErr == nil && imaSmem <= b.smem && (s.variant == "ima" || s.variant == "" && k >= imaAutoMin && k <= idpK) {
+			if !cell && b.imaErr == nil && imaSmem <= b.smem && (s.variant == "ima" || s.variant == "" && s.imaAuto(k)) {
 				imaM, ima = L.imaFits(centroids)
 			}
 			if !cell && !ima && (s.variant == "idp" || s.variant == "tile" || s.variant == "" && k <= idpK) {
@@ -650,6 +651,13 @@ const smallK = 32
 // limit (bench/cuda/NOTES.md: 0.61 against 0.65 ms at k = 256).
 const idpK = idpMaxK
 
+// imaAuto reports whether Assign picks the integer tensor-core kernel for
+// k centroids where it fits: for weighted points from imaAutoMin to idpK
+// (pixels there take the cell kernel or the integer one: see spread).
+func (s *session) imaAuto(k int) bool {
+	return k >= imaAutoMin && k <= idpK && s.pts.Weights != nil
+}
+
 // imaAutoMin is the least k for which Assign picks the integer tensor-core
 // kernel (up to idpK): on an H100 it ties with the integer kernel on 14.7 M
 // pixels at k = 256 and is faster on a million weighted colours, but slower
@@ -688,8 +696,30 @@ func cellTableBytes(dim int) int { return cellCount(dim) * (1 + max(cellCap, 2*c
 // but k = 128 0.133 against 0.126 by tiles, k = 64 0.113 against 0.080,
 // k = 16 0.092 against 0.051; and at k = 64 on the other images' pixels
 // the cell kernel is the slowest (onestandsout-2560 0.106 against 0.056
-// in full, graf1 0.030 against 0.018, home 0.026 against 0.012).
+// in full, graf1 0.030 against 0.018, home 0.026 against 0.012). Up to
+// idpK it takes pixels only where the tiles found them spread little
+// (see spread).
 const cellAutoMin = 129
+
+// spread is what the tile passes of kq_idp_p8 (tileSeen) found of a
+// session's pixels: whether a warp's run of them spans few of the
+// centroids. It decides between the cell kernel and the integer kernel's
+// full search for pixels from cellAutoMin to idpK centroids, where the
+// tiles themselves are the dearest of the three. On an H100 at k = 256
+// (kernel ms, one steady pass; bench/cuda/NOTES.md, round 9): the two
+// images whose tiles keep 14 % of the centroids, altai-5120 and
+// summer1am-2560, cell 0.160 and 0.079 against a full search's 0.593 and
+// 0.180; the six whose tiles keep 67–99 %, a full search 1.06–2.4 times as
+// fast as the cell kernel (onestandsout-2560 0.181 against 0.380, home
+// 0.022 against 0.046, smarties 0.020 against 0.047, graf1, building,
+// starry_night 0.031–0.032 against 0.034–0.038).
+type spread int8
+
+const (
+	spreadUnknown spread = iota // no tile pass yet: the next pass is one
+	spreadLow                   // the boxes kept at most tileMaxShare: cells
+	spreadHigh                  // more: full searches, tiles again after tileRetry
+)
 
 // cellAutoMax is the most centroids for which Assign picks a cell-pruned
 // kernel (kq_cell16_p8 above idpK). On the same pixels, k = 1024 0.41 ms
@@ -713,14 +743,15 @@ const (
 
 // cellAuto reports whether Assign picks a cell-pruned kernel for k
 // centroids (kq_cell_p8 up to idpK, kq_cell16_p8 above), where its table
-// is exact for them: for pixels from cellAutoMin centroids on, for
-// weighted points where the cost model above says so.
+// is exact for them: for pixels from cellAutoMin centroids on (up to idpK
+// where the tiles found them spread little), for weighted points where
+// the cost model above says so.
 func (s *session) cellAuto(k int) bool {
 	if k < cellAutoMin || k > cellAutoMax || s.L.dim > cellMaxDim {
 		return false
 	}
 	if s.pts.Weights == nil {
-		return true
+		return k > idpK || s.spread == spreadLow
 	}
 	return float64(s.L.n)*(float64(k)*cellPairPS-cellPointPS) > cellBuildPS
 }
@@ -746,10 +777,21 @@ const (
 
 // tileSeen takes note of a pass of kq_idp_p8 at k centroids that searched
 // by tiles and computed s.work distances: where its boxes kept more than
-// tileMaxShare of the centroids, the next tileRetry passes search in full.
+// tileMaxShare of the centroids, the next tileRetry passes search in full;
+// either way, of pixels, it says how they spread.
 func (s *session) tileSeen(k int) {
-	if s.variant == "" && float64(s.work) > tileMaxShare*float64(s.L.n)*float64(k) {
+	if s.variant != "" {
+		return
+	}
+	high := float64(s.work) > tileMaxShare*float64(s.L.n)*float64(k)
+	if high {
 		s.tileOff = tileRetry
+	}
+	if s.pts.Weights == nil {
+		s.spread = spreadLow
+		if high {
+			s.spread = spreadHigh
+		}
 	}
 }
 
@@ -820,7 +862,7 @@ func (s *session) fastKernel(k int, idp, ima, wide bool) string {
 			return kCell16P8
 		}
 	}
-	if ima && k >= imaAutoMin && k <= idpK && s.variant == "" {
+	if ima && s.variant == "" && s.imaAuto(k) {
 		return kIMAP8
 	}
 	if idp && k <= idpK && s.variant == "" {
