@@ -980,32 +980,32 @@ func cpuDefaults(threads int) map[Algorithm]Cost {
 // threadScale returns what threads give a per-point pass over one, and
 // the fixed cost they add to a pass, for the defaults: up to 2 threads as
 // the 2-core machine the constants come from measured them (linear, no
-// fixed cost); beyond, speed-ups of 2·(t/2)^0.3 and 15 µs a thread, as
-// calibrations measured on the H100 machine's 16 threads (Lloyd 3.1×
-// one thread's speed, 270 µs fixed; bench/gpu/h100-s4-calibrate-cpu.txt),
-// where linear defaults sent Auto to try per-point passes that cost
-// 2–5× the kd-tree's (bench/README.md).
+// fixed cost); beyond, speed-ups of 2·(t/2)^0.7 and 15 µs a thread. On
+// the H100 machine's 16 cores (bench/README.md, session 9: n = 30 000,
+// d = 32, k = 32) Lloyd took 24.7 ms a pass on one thread and 2.84 on 16
+// (8.7×) once a pass was cut into chunks of 1024 points; with chunks of
+// 4096 it used 8 of the 16 (7.5 ms, 3.3×), and the exponent was 0.3.
 func threadScale(threads int) (speedup, fixed float64) {
 	t := float64(max(threads, 1))
 	if t <= 2 {
 		return t, 0
 	}
-	return 2 * math.Pow(t/2, 0.3), 15e-6 * (t - 2)
+	return 2 * math.Pow(t/2, 0.7), 15e-6 * (t - 2)
 }
 
 // treeScale returns what threads give a pass of the kd-tree over one:
-// as threadScale up to 2 threads, beyond it 2·(t/2)^0.6, against the
-// per-point passes' 2·(t/2)^0.3. The tree's passes share little memory
-// traffic and scale better: on the H100 machine's 16 threads (bench/README.md,
-// session 7, n = 30 000, d = 32, k = 32, σ² = 1) they took 0.6–0.7 of a
-// Lloyd pass where the one-thread probe measured 1.33, a ratio of about
-// 8^0.3.
+// as threadScale up to 2 threads, beyond it 2·(t/2)^0.5, against the
+// per-point passes' 2·(t/2)^0.7. On the same 16 cores (bench/README.md,
+// session 9) the tree's passes ran 5–6.7 times as fast as on one thread
+// (1.2–1.5 ms at σ² = 0.001, where they are short, 4.7 ms at σ² = 1): from
+// the one-thread probe's 0.28 and 1.28 Lloyd passes to 0.42–0.53 and 1.65
+// of Lloyd's 16-thread passes, about 8^0.2 more.
 func treeScale(threads int) float64 {
 	t := float64(max(threads, 1))
 	if t <= 2 {
 		return t
 	}
-	return 2 * math.Pow(t/2, 0.6)
+	return 2 * math.Pow(t/2, 0.5)
 }
 
 // sampleGap returns the median, over a sample of pts (at most 512 points,
@@ -1357,9 +1357,9 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 // algorithm; else it is no candidate. Where the model's choice is Bounds
 // and the sample's gaps (sampleGap) say they will search at least
 // boundsFailShare of the centroids (boundsShare), their work is that,
-// not the prior of a settled run, and the probe's tree pass, which ran on
-// one thread, is scaled to the session's threads by treeScale against
-// Lloyd's threadScale.
+// not the prior of a settled run. The probe's tree pass, which ran on one
+// thread, is scaled to the session's threads by treeScale against Lloyd's
+// threadScale.
 func (s *autoSession) probeTree(centroids []int32) {
 	s.probe = false
 	h := s.hy
@@ -1367,7 +1367,8 @@ func (s *autoSession) probeTree(centroids []int32) {
 	k := len(centroids) / s.pts.Dim
 	lloyd := h.Predict(Lloyd, k, float64(k))
 	c := h.Predict(h.cur, k, movedWork(h.cur, k, steadyMoved)) / lloyd
-	scale := 1.0
+	lloydScale, _ := threadScale(s.workers)
+	scale := lloydScale / treeScale(s.workers)
 	if h.cur == Bounds {
 		if g := sampleGap(s.pts, centroids); g > 0 && boundsShare(g) >= boundsFailShare {
 			// The bounds will search much of every point: their price is
@@ -1375,16 +1376,13 @@ func (s *autoSession) probeTree(centroids []int32) {
 			// unless this machine's calibration says otherwise (the
 			// defaults' units, another machine's, double it: at σ² = 1,
 			// d = 32 they priced the bounds at 1.4 Lloyd passes where the
-			// 2-core machine measured 0.78). And the tree's pass, which
-			// the probe ran on one thread, is scaled to the session's.
+			// 2-core machine measured 0.78).
 			share := boundsShare(g)
 			cb := share
 			if cs := h.consts[Bounds]; cs != nil && cs.Calibrated {
 				cb = h.Predict(Bounds, k, share*float64(k)) / lloyd
 			}
 			c = math.Max(c, cb)
-			lloydScale, _ := threadScale(s.workers)
-			scale = lloydScale / treeScale(s.workers)
 		}
 	}
 	take := func(r, b float64) bool { return takeTree(r*scale, b, c) }
