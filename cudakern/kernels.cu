@@ -721,6 +721,14 @@ __device__ __forceinline__ int dp2hi(int a, u32 b, int c) {
     return d;
 }
 
+// idp_key is the integer kernel's packed key of the point with centred
+// bytes pw against table entry m: its score in the high bits, the
+// centroid's index (m.w) in the low byte.
+__device__ __forceinline__ int idp_key(const int4 m, u32 pw) {
+    const int s = dp2hi(m.y, pw, dp2lo(m.x, pw, m.z));
+    return (int)__byte_perm((u32)s, (u32)m.w, 0x2104);
+}
+
 __device__ __forceinline__ int dp4s(u32 a, u32 b, int c) {
     int d;
     asm("dp4a.s32.s32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
@@ -942,19 +950,13 @@ __device__ __forceinline__ int cell_key(const Params& p, const int4* sc, int kq,
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 if (u + e < cnt) {
-                    const int4 m = sc[ids >> (8 * e) & 255];
-                    const int s = dp2hi(m.y, pw, dp2lo(m.x, pw, m.z));
-                    best = min(best, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
+                    best = min(best, idp_key(sc[ids >> (8 * e) & 255], pw));
                 }
             }
         }
         return best;
     }
-    for (int c = 0; c < kq; c++) {
-        const int4 m = sc[c];
-        const int s = dp2hi(m.y, pw, dp2lo(m.x, pw, m.z));
-        best = min(best, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
-    }
+    for (int c = 0; c < kq; c++) best = min(best, idp_key(sc[c], pw));
     return best;
 }
 
@@ -1067,11 +1069,7 @@ __device__ __forceinline__ int tile_search(const int4* sc, int kq, u32 xmask, co
     for (int j = 0; j < 4; j++) cw |= (u32)((lo[j] + hi[j]) >> 1 & 0xff) << (8 * j);
     cw &= xmask * 0xffu >> 7;  // (axes outside xmask: 0)
     int zkey = 0x7fffffff;
-    for (int c = threadIdx.x & 31; c < kq; c += 32) {
-        const int4 m = sc[c];
-        const int s = dp2hi(m.y, cw, dp2lo(m.x, cw, m.z));
-        zkey = min(zkey, (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
-    }
+    for (int c = threadIdx.x & 31; c < kq; c += 32) zkey = min(zkey, idp_key(sc[c], cw));
     zkey = warp_extreme<false>(zkey);
     const int4 z = sc[zkey & 255];  // the table's entry j holds centroid j
     const int zc[4] = {(int)((u32)z.x << 16) >> 16, z.x >> 16, (int)((u32)z.y << 16) >> 16, z.y >> 16};
@@ -1173,10 +1171,7 @@ __device__ __forceinline__ void idp_body(const Params& p) {
         } else {
             auto pairs = [&](const int4 m) {
 #pragma unroll
-                for (int t = 0; t < NP; t++) {
-                    const int s = dp2hi(m.y, pw[t], dp2lo(m.x, pw[t], m.z));
-                    key[t] = min(key[t], (int)__byte_perm((u32)s, (u32)m.w, 0x2104));
-                }
+                for (int t = 0; t < NP; t++) key[t] = min(key[t], idp_key(m, pw[t]));
             };
             if (tile_on) {
                 // only the centroids that the tile's box leaves in
@@ -2262,11 +2257,11 @@ extern "C" __global__ void __launch_bounds__(1024) kq_pp_sample(const PPParams p
     if (t < p.T) pp_find(p, t, p.rs[t]);
 }
 
-// pp_next_block begins a streamed step in one block: the prefix sums and
-// the potential (pp_scan), then, unless the potential is zero (which stops
-// this step and all later ones), T draws below it from the stream's PCG
-// and the point of each (pp_find, a warp a draw).
-__device__ void pp_next_block(const PPParams& p) {
+// kq_pp_next (one block of 1024 threads) begins a streamed step: the
+// prefix sums and the potential (pp_scan), then, unless the potential is
+// zero (which stops this step and all later ones), T draws below it from
+// the stream's PCG and the point of each (pp_find, warp t for draw t).
+extern "C" __global__ void __launch_bounds__(1024) kq_pp_next(const PPParams p) {
     __shared__ u64 rs[PP_MAXT];
     __shared__ int stop;
     PPStream* st = (PPStream*)p.stream;
@@ -2285,12 +2280,9 @@ __device__ void pp_next_block(const PPParams& p) {
         }
     }
     __syncthreads();
-    if (!stop)
-        for (int t = threadIdx.x >> 5; t < p.T; t += blockDim.x >> 5) pp_find(p, t, rs[t]);
+    const int t = threadIdx.x >> 5;
+    if (!stop && t < p.T) pp_find(p, t, rs[t]);
 }
-
-// kq_pp_next (one block of 1024 threads) is pp_next_block.
-extern "C" __global__ void __launch_bounds__(1024) kq_pp_next(const PPParams p) { pp_next_block(p); }
 
 // pp_gain adds to acc[t], for each draw t whose point ys[t] is nearer to x
 // than D (= di), w·(D − d(x, y_t)).
@@ -2323,40 +2315,27 @@ __device__ __forceinline__ void pp_gains_add(const PPParams& p, const u64* acc, 
     }
 }
 
-// pp_gains_block (256 threads) adds, per draw t, Σ w·(D − d(x, y_t)) over
-// the block's points nearer to y_t, the point cand[t], than D: points
-// i0 + threadIdx.x + h·blockDim.x for h < 2, and every stride-th after
-// them below end, to gains[t] (one atomic per block and draw).
-__device__ void pp_gains_block(const PPParams& p, const int* cand, u64* gains, int i0, int end, int stride) {
+// kq_pp_gains (two points a thread) adds, per draw t, Σ w·(D − d(x, y_t))
+// over points nearer to y_t than D (one atomic per block and draw).
+extern "C" __global__ void __launch_bounds__(256) kq_pp_gains(const PPParams p) {
     __shared__ float ys[PP_MAXT][4];
     __shared__ u64 part[8][PP_MAXT];
-    if (threadIdx.x < p.T) {
-        float y[4];
-        pp_point(p, cand[threadIdx.x], y);
-        for (int j = 0; j < 4; j++) ys[threadIdx.x][j] = y[j];
-    }
+    if (pp_stopped(p)) return;
+    if (threadIdx.x < p.T) pp_point(p, ((const int*)p.cand)[threadIdx.x], ys[threadIdx.x]);
     __syncthreads();
     u64 acc[PP_MAXT];
 #pragma unroll
     for (int t = 0; t < PP_MAXT; t++) acc[t] = 0;
-    for (int b = i0; b < end; b += stride) {
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int i = b + h * blockDim.x + threadIdx.x;
-            if (i < end) {
-                float x[4];
-                pp_point(p, i, x);
-                pp_gain(p, x, ((const u32*)p.D)[i], pp_weight(p, i), ys, acc);
-            }
+    for (int h = 0; h < 2; h++) {
+        const int i = blockIdx.x * 2 * blockDim.x + h * blockDim.x + threadIdx.x;
+        if (i < p.n) {
+            float x[4];
+            pp_point(p, i, x);
+            pp_gain(p, x, ((const u32*)p.D)[i], pp_weight(p, i), ys, acc);
         }
     }
-    pp_gains_add(p, acc, part, gains);
-}
-
-// kq_pp_gains (two points a thread) is pp_gains_block.
-extern "C" __global__ void __launch_bounds__(256) kq_pp_gains(const PPParams p) {
-    if (pp_stopped(p)) return;
-    pp_gains_block(p, (const int*)p.cand, (u64*)p.gains, blockIdx.x * 2 * blockDim.x, p.n, p.n);
+    pp_gains_add(p, acc, part, (u64*)p.gains);
 }
 
 // pp_best is the first draw of largest gain (a warp, all lanes).
