@@ -455,9 +455,13 @@ func (b *Backend) launch(name string, grid, block, smem int, params unsafe.Point
 var errCoopTooLarge = errors.New("cudakern: a cooperative grid larger than the device holds")
 
 // launchCoop is launch as a cooperative launch: every block of the grid is
-// resident at once, so that the kernel may wait at grid-wide barriers. It
-// needs b.coop.
-func (b *Backend) launchCoop(name string, grid, block, smem int, params unsafe.Pointer) error {
+// resident at once, so that the kernel may wait at grid-wide barriers
+// (grid_sync) on the counter at device address bar, which it zeroes first.
+// It needs b.coop.
+func (b *Backend) launchCoop(name string, grid, block, smem int, params unsafe.Pointer, bar uint64) error {
+	if err := b.memset32(bar, 0, 1); err != nil {
+		return err
+	}
 	argv := new([1]unsafe.Pointer)
 	argv[0] = params
 	r := b.a.cuLaunchCooperativeKernel(b.fn[name], uint32(grid), 1, 1, uint32(block), 1, 1, uint32(smem), 0,

@@ -1150,7 +1150,7 @@ func syncTest(tb testing.TB, g *Backend, grid, rounds int) [2]uint32 {
 			Bar, Count     uint64
 			Rounds, Unused int32
 		}{Bar: d, Count: d + 8, Rounds: int32(rounds)}
-		if err := g.launchCoop(kSyncTest, grid, 256, 0, unsafe.Pointer(p)); err != nil {
+		if err := g.launchCoop(kSyncTest, grid, 256, 0, unsafe.Pointer(p), p.Bar); err != nil {
 			return err
 		}
 		return g.dtoh(unsafe.Pointer(&counts[0]), d+8, 8)

@@ -47,7 +47,7 @@ type batchState struct {
 	dCur, dRec     uint64
 	curCap, recCap int    // bytes
 	recs           []byte // host copy of the records
-	dBar           uint64 // the loop kernels' grid barrier, zeroed before each launch
+	dBar           uint64 // the loop kernels' grid barrier (launchCoop zeroes it)
 }
 
 // errLloydStepwise is LloydSteps' answer when KQUANT_CUDA_LLOYD=step asks
@@ -186,10 +186,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		if err != nil {
 			return err
 		}
-		for it := range steps {
-			if looped {
-				break
-			}
+		for it := 0; it < steps && !looped; it++ {
 			lp.It = int32(it) // the launch copies the parameters
 			if err := b.launch(kLloydNext, 1, 256, 0, unsafe.Pointer(lp)); err != nil {
 				return err
@@ -282,14 +279,11 @@ func (bs *batchState) stepsLoop(b *Backend, kernel string, grid, smem int, kp *k
 		}
 		bs.dBar = bar
 	}
-	if err := b.memset32(bs.dBar, 0, 1); err != nil {
-		return false, err
-	}
 	// the loop kernel may hold fewer blocks at once than the pass kernel;
 	// the blocks split the points anyway
 	grid = b.blocks(loop, smem, grid)
 	ll := &lloydLoop{KP: *kp, LP: *lp, Bar: bs.dBar}
-	err := b.launchCoop(loop, grid, 256, smem, unsafe.Pointer(ll))
+	err := b.launchCoop(loop, grid, 256, smem, unsafe.Pointer(ll), bs.dBar)
 	runtime.KeepAlive(ll)
 	if err == errCoopTooLarge {
 		return false, nil

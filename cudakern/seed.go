@@ -128,11 +128,8 @@ func (st *seedState) stepsCoop(b *Backend, p *ppParams, steps int) (bool, error)
 	lp := &ppLoop{P: *p, Btot: st.dLoop, Gains2: st.dLoop + 8*ppMaxB, Bar: st.dLoop + 8*ppMaxB + 16*ppMaxT, Chunk: int32(chunk)}
 	defer runtime.KeepAlive(lp)
 	for left := steps; left > 0; left -= coopSteps {
-		if err := b.memset32(lp.Bar, 0, 1); err != nil {
-			return left < steps, err
-		}
 		lp.Steps = int32(min(left, coopSteps)) // the launch copies lp
-		err := b.launchCoop(kPPSteps, grid, 256, 0, unsafe.Pointer(lp))
+		err := b.launchCoop(kPPSteps, grid, 256, 0, unsafe.Pointer(lp), lp.Bar)
 		if err == errCoopTooLarge && left == steps {
 			return false, nil
 		}
