@@ -39,6 +39,8 @@ func benchCentroids(pts *kmeans.Points, k int) []int32 {
 // the exact re-search took.
 func benchAssign(b *testing.B, pts *kmeans.Points, k int, mode string) {
 	g := gpu(b)
+	// what earlier sessions left in the pool is not this one's
+	g.w.do(func() error { g.trim(); return nil })
 	free0, _, err := g.MemInfo()
 	if err != nil {
 		b.Fatal(err)
@@ -621,7 +623,7 @@ func TestStartupPhases(t *testing.T) {
 		t.Fatal(err)
 	}
 	t2 := time.Now()
-	b := &Backend{dev: d, a: a, w: w, fn: map[string]uintptr{}, occ: map[occKey]int{}}
+	b := newBackend(d, a, w)
 	if err := w.do(b.loadModule); err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,7 @@ const (
 	kPPAdd       = "kq_pp_add"
 	kPPNext      = "kq_pp_next"
 	kPPSteps     = "kq_pp_steps"
+	kPPSteps8    = "kq_pp_steps_t8"
 	kSyncTest    = "kq_grid_sync_test"
 	kPCGDraws    = "kq_pcg_draws"
 	kLloydNext   = "kq_lloyd_next"
@@ -168,7 +169,7 @@ var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmal
 
 var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
 	kIMAP8, kCellP8, kCellBuild, kCell16P8, kCellBuild16, kGenF32, kGenI64, kProfile,
-	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPPSteps, kSyncTest, kPCGDraws, kLloydNext,
+	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPPSteps, kPPSteps8, kSyncTest, kPCGDraws, kLloydNext,
 	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather}
@@ -186,9 +187,17 @@ type Backend struct {
 	coop  bool // whether the device takes cooperative launches (launchCoop)
 	occMu sync.Mutex
 	occ   map[occKey]int
+	pool  *pool // freed device buffers kept for reuse (worker's thread only)
 
 	fastErr error // non-nil when the tensor-core kernel failed its self-test
 	imaErr  error // non-nil when the integer tensor-core kernel is off (selfTestIMA)
+}
+
+// newBackend returns the Backend of device d, its driver a and worker w,
+// before its module is loaded.
+func newBackend(d Device, a *driverAPI, w *worker) *Backend {
+	return &Backend{dev: d, a: a, w: w, fn: map[string]uintptr{}, occ: map[occKey]int{},
+		pool: newPool(d.Memory, os.Getenv("KQUANT_CUDA_POOL") == "off")}
 }
 
 type occKey struct {
@@ -233,7 +242,7 @@ func New(device int) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: device %d: %v", ErrUnavailable, device, err)
 	}
-	b := &Backend{dev: d, a: a, w: w, fn: map[string]uintptr{}, occ: map[occKey]int{}}
+	b := newBackend(d, a, w)
 	if err := w.do(b.loadModule); err != nil {
 		return nil, err
 	}
@@ -386,14 +395,48 @@ func (b *Backend) alloc(bytes int) (uint64, error) {
 	if bytes <= 0 {
 		bytes = 16
 	}
+	if p := b.pool.take(bytes); p != 0 {
+		b.pool.sizes[p] = bytes
+		return p, nil
+	}
 	var p uint64
 	err := b.a.check("cuMemAlloc_v2", b.a.cuMemAlloc(unsafe.Pointer(&p), uint64(bytes)))
-	return p, err
+	if isOOM(err) && b.pool.kept > 0 {
+		// what the pool keeps may be what is missing
+		for _, q := range b.pool.drain() {
+			b.a.cuMemFree(q)
+		}
+		err = b.a.check("cuMemAlloc_v2", b.a.cuMemAlloc(unsafe.Pointer(&p), uint64(bytes)))
+	}
+	if err != nil {
+		return 0, err
+	}
+	b.pool.sizes[p] = bytes
+	return p, nil
 }
 
+// free gives p, from alloc, back: to the pool, which may free older
+// buffers to the driver to make room.
 func (b *Backend) free(p uint64) {
-	if p != 0 {
+	if p == 0 {
+		return
+	}
+	bytes, ok := b.pool.sizes[p]
+	if !ok {
 		b.a.cuMemFree(p)
+		return
+	}
+	delete(b.pool.sizes, p)
+	for _, q := range b.pool.put(p, bytes) {
+		b.a.cuMemFree(q)
+	}
+}
+
+// trim frees the buffers the pool keeps (benchmarks that read the
+// device's free memory).
+func (b *Backend) trim() {
+	for _, q := range b.pool.drain() {
+		b.a.cuMemFree(q)
 	}
 }
 

@@ -810,7 +810,7 @@ func TestDevicePCG(t *testing.T) {
 	rng.Uint64()
 	m, _ := src.MarshalBinary()
 	st := kmeans.PCGState{binary.BigEndian.Uint64(m[4:]), binary.BigEndian.Uint64(m[12:])}
-	got, after, err := b.pcgDraws(st, ns)
+	got, after, err := b.pcgDraws(st, ns, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -825,9 +825,48 @@ func TestDevicePCG(t *testing.T) {
 	}
 }
 
+// TestDevicePCGSteps: kq_pp_steps' draws, T a step by a warp's lanes from
+// jumps of the PCG (pp_draws), are math/rand/v2's Uint64N, T in turn, for
+// T = 1…32: below powers of two, small and large n, and n just above 2^63,
+// where about half the steps take the fallback (a draw Lemire's method
+// may reject).
+func TestDevicePCGSteps(t *testing.T) {
+	b := gpu(t)
+	pots := []uint64{1, 2, 3, 7, 1 << 20, 1000003, 1<<32 + 5, 1 << 40, 1<<63 + 12345, math.MaxUint64, 1 << 63, 99}
+	for range 40 {
+		pots = append(pots, 1<<63+1)
+	}
+	for _, T := range []int{1, 2, 7, 8, 17, 32} {
+		var ns []uint64
+		for _, n := range pots {
+			for range T {
+				ns = append(ns, n)
+			}
+		}
+		src := rand.NewPCG(uint64(T), 0x6b717561_6e740007)
+		rng := rand.New(src)
+		m, _ := src.MarshalBinary()
+		st := kmeans.PCGState{binary.BigEndian.Uint64(m[4:]), binary.BigEndian.Uint64(m[12:])}
+		got, after, err := b.pcgDraws(st, ns, T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range ns {
+			if want := rng.Uint64N(n); got[i] != want {
+				t.Fatalf("T=%d: draw %d below %d: device %d, host %d", T, i, n, got[i], want)
+			}
+		}
+		m, _ = src.MarshalBinary()
+		if want := (kmeans.PCGState{binary.BigEndian.Uint64(m[4:]), binary.BigEndian.Uint64(m[12:])}); after != want {
+			t.Errorf("T=%d: state after the draws: device %x, host %x", T, after, want)
+		}
+	}
+}
+
 // pcgDraws runs kq_pcg_draws: the device's draws below each of ns from the
-// PCG state st, and the state after them.
-func (b *Backend) pcgDraws(st kmeans.PCGState, ns []uint64) ([]uint64, kmeans.PCGState, error) {
+// PCG state st, and the state after them; T > 0 draws as kq_pp_steps, T at
+// a time below the first of each T of ns.
+func (b *Backend) pcgDraws(st kmeans.PCGState, ns []uint64, T int) ([]uint64, kmeans.PCGState, error) {
 	out := make([]uint64, len(ns))
 	if len(ns) == 0 {
 		return out, st, nil
@@ -846,8 +885,8 @@ func (b *Backend) pcgDraws(st kmeans.PCGState, ns []uint64) ([]uint64, kmeans.PC
 		}
 		p := &struct {
 			St, Ns, Out uint64
-			M, Pad      int32
-		}{buf, buf + 16, buf + 16 + 8*uint64(len(ns)), int32(len(ns)), 0}
+			M, T        int32
+		}{buf, buf + 16, buf + 16 + 8*uint64(len(ns)), int32(len(ns)), int32(T)}
 		if err := b.launch(kPCGDraws, 1, 32, 0, unsafe.Pointer(p)); err != nil {
 			return err
 		}
@@ -884,6 +923,11 @@ func TestSeeder(t *testing.T) {
 			if !slices.Equal(streamed, want) {
 				t.Errorf("%s %s k=%d: streamed seeds (%d steps a call) %v, host %v", c.name, c.space, c.k, batch, streamed, want)
 			}
+		}
+		// more than 8 draws a step (kq_pp_steps, not kq_pp_steps_t8)
+		want12 := hostPlusPlus(pts, c.k, 12, rand.New(rand.NewPCG(5, 0x6b717561_6e740000)))
+		if got := deviceSeedsStreamed(t, s.(Seeder), pts, c.k, 12, c.k, rand.NewPCG(5, 0x6b717561_6e740000)); !slices.Equal(got, want12) {
+			t.Errorf("%s %s k=%d: streamed seeds, 12 draws a step, %v, host %v", c.name, c.space, c.k, got, want12)
 		}
 		// The engine's own k-means++ (for seed 5, start 0) should agree.
 		cent := make([]int32, 0, c.k*3)

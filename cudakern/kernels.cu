@@ -2071,19 +2071,55 @@ struct PPStream {
     int step, stop;
 };
 
+// PCG_MUL and PCG_INC are math/rand/v2's PCG's 128-bit multiplier and
+// increment (high, low).
+#define PCG_MUL_HI 2549297995355413924ull
+#define PCG_MUL_LO 4865540595714422341ull
+#define PCG_INC_HI 6364136223846793005ull
+#define PCG_INC_LO 1442695040888963407ull
+
+// pcg_out is the DXSM output of the PCG state (hi, lo) after its step.
+__device__ __forceinline__ u64 pcg_out(u64 hi, u64 lo) {
+    hi ^= hi >> 32;
+    hi *= 0xda942042e4dd58b5ull;
+    hi ^= hi >> 48;
+    return hi * (lo | 1);
+}
+
 // pcg_u64 is math/rand/v2's (*PCG).Uint64: a 128-bit LCG step and the
 // DXSM output.
 __device__ __forceinline__ u64 pcg_u64(u64& hi, u64& lo) {
-    const u64 mulHi = 2549297995355413924ull, mulLo = 4865540595714422341ull;
-    const u64 incHi = 6364136223846793005ull, incLo = 1442695040888963407ull;
-    u64 h = __umul64hi(lo, mulLo) + hi * mulLo + lo * mulHi;
-    const u64 l0 = lo * mulLo, l = l0 + incLo;
-    h += incHi + (l < l0 ? 1 : 0);
+    u64 h = __umul64hi(lo, PCG_MUL_LO) + hi * PCG_MUL_LO + lo * PCG_MUL_HI;
+    const u64 l0 = lo * PCG_MUL_LO, l = l0 + PCG_INC_LO;
+    h += PCG_INC_HI + (l < l0 ? 1 : 0);
     hi = h, lo = l;
-    h ^= h >> 32;
-    h *= 0xda942042e4dd58b5ull;
-    h ^= h >> 48;
-    return h * (l | 1);
+    return pcg_out(h, l);
+}
+
+// PCGJump is j steps of the PCG's LCG at once: state·A + C (mod 2^128).
+struct PCGJump {
+    u64 ah, al, ch, cl;
+};
+
+// pcg_jump_of returns the jump of j steps.
+__device__ __forceinline__ PCGJump pcg_jump_of(int j) {
+    PCGJump J = {0, 1, 0, 0};
+    for (int i = 0; i < j; i++) {
+        // A·M, C·M + I
+        const u64 ah = __umul64hi(J.al, PCG_MUL_LO) + J.ah * PCG_MUL_LO + J.al * PCG_MUL_HI;
+        const u64 ch = __umul64hi(J.cl, PCG_MUL_LO) + J.ch * PCG_MUL_LO + J.cl * PCG_MUL_HI;
+        const u64 cl0 = J.cl * PCG_MUL_LO, cl = cl0 + PCG_INC_LO;
+        J.ah = ah, J.al *= PCG_MUL_LO;
+        J.ch = ch + PCG_INC_HI + (cl < cl0 ? 1 : 0), J.cl = cl;
+    }
+    return J;
+}
+
+// pcg_jump sets (h, l) to the state (hi, lo) after jump J.
+__device__ __forceinline__ void pcg_jump(u64 hi, u64 lo, const PCGJump& J, u64& h, u64& l) {
+    const u64 l0 = lo * J.al;
+    l = l0 + J.cl;
+    h = __umul64hi(lo, J.al) + hi * J.al + lo * J.ah + J.ch + (l < l0 ? 1 : 0);
 }
 
 // pcg_below is (*rand.Rand).Uint64N(n) on that PCG (64-bit platforms):
@@ -2102,19 +2138,63 @@ __device__ u64 pcg_below(u64& hi, u64& lo, u64 n) {
     return h;
 }
 
-// kq_pcg_draws (one thread) draws pcg_below(ns[i]) for i < m from the PCG
+// pp_draws (one warp, all lanes) makes T ≤ 32 draws below pot from the
+// PCG state pcg[0:2] into rs and leaves the state after them in pcg: lane t
+// draws from the state t + 1 steps on (jumps[t]), unless Lemire's method
+// might reject one of the draws (rare: x·pot mod 2^64 < pot); then lane 0
+// makes them in turn (pcg_below). Either way the draws of T calls of
+// pcg_below.
+__device__ __forceinline__ void pp_draws(u64* pcg, const PCGJump* jumps, int T, u64 pot, u64* rs) {
+    const int lane = threadIdx.x & 31;
+    u64 h, l, r;
+    pcg_jump(pcg[0], pcg[1], jumps[lane], h, l);
+    const u64 x = pcg_out(h, l);
+    bool sure = true;
+    if ((pot & (pot - 1)) == 0) {
+        r = x & (pot - 1);
+    } else {
+        r = __umul64hi(x, pot);
+        sure = x * pot >= pot;
+    }
+    if (__all_sync(0xffffffffu, sure || lane >= T)) {
+        if (lane < T) rs[lane] = r;
+        __syncwarp();
+        if (lane == T - 1) pcg[0] = h, pcg[1] = l;
+    } else if (lane == 0) {
+        u64 hh = pcg[0], ll = pcg[1];
+        for (int t = 0; t < T; t++) rs[t] = pcg_below(hh, ll, pot);
+        pcg[0] = hh, pcg[1] = ll;
+    }
+    __syncwarp();
+}
+
+// kq_pcg_draws (one warp) draws pcg_below(ns[i]) for i < m from the PCG
 // state st[0:2] into out, and leaves the state in st: a test of the
-// device's draws against math/rand/v2.
+// device's draws against math/rand/v2. With T > 0 it draws as
+// kq_pp_steps does, T at a time below the first n of each T (pp_draws).
 struct PCGDraws {
     u64 st, ns, out;  // u64 [2], [m], [m]
-    int m, pad;
+    int m, T;
 };
 
 extern "C" __global__ void kq_pcg_draws(const PCGDraws p) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    __shared__ u64 pcg[2];
+    __shared__ PCGJump jumps[32];
+    if (threadIdx.x >= 32 || blockIdx.x != 0) return;
     u64* st = (u64*)p.st;
+    const u64* ns = (const u64*)p.ns;
+    u64* out = (u64*)p.out;
+    if (p.T > 0) {
+        jumps[threadIdx.x] = pcg_jump_of(threadIdx.x + 1);
+        if (threadIdx.x == 0) pcg[0] = st[0], pcg[1] = st[1];
+        __syncwarp();
+        for (int i = 0; i + p.T <= p.m; i += p.T) pp_draws(pcg, jumps, p.T, ns[i], out + i);
+        if (threadIdx.x == 0) st[0] = pcg[0], st[1] = pcg[1];
+        return;
+    }
+    if (threadIdx.x != 0) return;
     u64 hi = st[0], lo = st[1];
-    for (int i = 0; i < p.m; i++) ((u64*)p.out)[i] = pcg_below(hi, lo, ((const u64*)p.ns)[i]);
+    for (int i = 0; i < p.m; i++) out[i] = pcg_below(hi, lo, ns[i]);
     st[0] = hi, st[1] = lo;
 }
 
@@ -2286,9 +2366,11 @@ extern "C" __global__ void __launch_bounds__(1024) kq_pp_next(const PPParams p) 
 
 // pp_gain adds to acc[t], for each draw t whose point ys[t] is nearer to x
 // than D (= di), w·(D − d(x, y_t)).
+// MT (≤ PP_MAXT) bounds p.T: the loop is unrolled that far.
+template <int MT = PP_MAXT>
 __device__ __forceinline__ void pp_gain(const PPParams& p, const float x[4], u32 di, u64 w, const float (*ys)[4], u64* acc) {
 #pragma unroll
-    for (int t = 0; t < PP_MAXT; t++) {
+    for (int t = 0; t < MT; t++) {
         if (t < p.T) {
             const u32 d = pp_dist(x, ys[t]);
             if (d < di) acc[t] += w * (di - d);
@@ -2297,11 +2379,12 @@ __device__ __forceinline__ void pp_gain(const PPParams& p, const float x[4], u32
 }
 
 // pp_gains_add adds the block's acc (256 threads) to gains, one atomic per
-// draw, through part.
+// draw, through part (MT as pp_gain's).
+template <int MT = PP_MAXT>
 __device__ __forceinline__ void pp_gains_add(const PPParams& p, const u64* acc, u64 (*part)[PP_MAXT], u64* gains) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
-    for (int t = 0; t < PP_MAXT; t++) {
+    for (int t = 0; t < MT; t++) {
         if (t < p.T) {
             u64 v = warp_sum_u64(acc[t]);
             if (lane == 0) part[warp][t] = v;
@@ -2421,13 +2504,19 @@ static_assert(sizeof(PPLoop) == sizeof(PPParams) + 32, "PPLoop layout");
 //  2. every block makes the draw of largest gain a centroid for its own
 //     points (kq_pp_add) and sums them again.
 // Block 0 records the steps, clears the other step's gains and, at the
-// end, writes the PCG's state back.
-extern "C" __global__ void __launch_bounds__(256) kq_pp_steps(const PPLoop L) {
+// end, writes the PCG's state back. Warp 0 makes the T draws of a step,
+// draw t by lane t from the PCG's state t + 1 steps on (a jump), unless
+// Lemire's method might reject one of them (rare): then lane 0 makes them
+// in turn, as pcg_below. pp_steps is its body, MT (≤ PP_MAXT) bounding
+// p.T (pp_gain).
+template <int MT>
+__device__ __forceinline__ void pp_steps(const PPLoop& L) {
     const PPParams& p = L.p;
     __shared__ u64 bpre[PP_MAXB];  // inclusive prefixes of btot
     __shared__ u64 ws[32];
     __shared__ u64 rs[PP_MAXT], pcg[2];
-    __shared__ int cand[PP_MAXT], stop, chosen;
+    __shared__ int cand[PP_MAXT], chosen;
+    __shared__ PCGJump jumps[32];  // lane t's draw: t + 1 steps on
     __shared__ float ys[PP_MAXT][4];  // the draws' points
     if (pp_stopped(p)) return;  // the same in every block
     PPStream* st = (PPStream*)p.stream;
@@ -2462,6 +2551,7 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_steps(const PPLoop L) {
             pcg[0] = st->hi, pcg[1] = st->lo;
         }
         if (blockIdx.x == 0 && threadIdx.x < PP_MAXT) ((u64*)L.gains2)[threadIdx.x] = 0;
+        if (warp == 0) jumps[lane] = pcg_jump_of(lane + 1);
     }
     grid_sync(bar, target);
     int s = 0;
@@ -2495,19 +2585,13 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_steps(const PPLoop L) {
             __syncthreads();
         }
         // ---- the draws
-        if (threadIdx.x == 0) {
-            const u64 pot = bpre[nb - 1];
-            stop = pot == 0;
-            if (stop) {
-                if (blockIdx.x == 0) st->stop = 1;
-            } else {
-                u64 h = pcg[0], l = pcg[1];
-                for (int t = 0; t < p.T; t++) rs[t] = pcg_below(h, l, pot);
-                pcg[0] = h, pcg[1] = l;
-            }
+        const u64 pot = bpre[nb - 1];
+        if (pot == 0) {
+            if (blockIdx.x == 0 && threadIdx.x == 0) st->stop = 1;
+            break;  // the same in every block
         }
+        if (warp == 0) pp_draws(pcg, jumps, p.T, pot, rs);
         __syncthreads();
-        if (stop) break;  // the same in every block
         // ---- the point of each draw, a warp a draw
         for (int t = warp; t < p.T; t += blockDim.x >> 5) {
             const u64 r = rs[t];
@@ -2564,18 +2648,18 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_steps(const PPLoop L) {
         // ---- the gains of the block's points
         {
             __shared__ u64 part[8][PP_MAXT];
-            u64 acc[PP_MAXT];
+            u64 acc[MT];
 #pragma unroll
-            for (int t = 0; t < PP_MAXT; t++) acc[t] = 0;
+            for (int t = 0; t < MT; t++) acc[t] = 0;
 #pragma unroll
             for (int h = 0; h < PP_REG; h++)
-                if (lo + h * 256 + (int)threadIdx.x < hi) pp_gain(p, px[h], pd[h], pw[h], ys, acc);
+                if (lo + h * 256 + (int)threadIdx.x < hi) pp_gain<MT>(p, px[h], pd[h], pw[h], ys, acc);
             for (int i = lo + PP_REG * 256 + threadIdx.x; i < hi; i += 256) {
                 float x[4];
                 pp_point(p, i, x);
-                pp_gain(p, x, ((const u32*)p.D)[i], pp_weight(p, i), ys, acc);
+                pp_gain<MT>(p, x, ((const u32*)p.D)[i], pp_weight(p, i), ys, acc);
             }
-            pp_gains_add(p, acc, part, gains);
+            pp_gains_add<MT>(p, acc, part, gains);
         }
         grid_sync(bar, target);
         // ---- 2. the draw of largest gain joins the centroids
@@ -2618,6 +2702,12 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_steps(const PPLoop L) {
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) st->hi = pcg[0], st->lo = pcg[1];
 }
+
+extern "C" __global__ void __launch_bounds__(256) kq_pp_steps(const PPLoop L) { pp_steps<PP_MAXT>(L); }
+
+// kq_pp_steps_t8 is kq_pp_steps for at most 8 draws a step (2 + ln k for
+// k < 1097): a quarter of the unrolled gains.
+extern "C" __global__ void __launch_bounds__(256) kq_pp_steps_t8(const PPLoop L) { pp_steps<8>(L); }
 
 // ------------------------------------------- pruned kernels: wuhong, bounds
 //

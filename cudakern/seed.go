@@ -104,9 +104,9 @@ const (
 )
 
 // stepsCoop launches steps streamed steps for the parameters p by
-// kq_pp_steps, coopSteps a launch, and reports whether it did: not where
-// the device takes no cooperative launch of that grid (then it launched
-// nothing).
+// kq_pp_steps (kq_pp_steps_t8 for at most 8 draws a step), coopSteps a
+// launch, and reports whether it did: not where the device takes no
+// cooperative launch of that grid (then it launched nothing).
 func (st *seedState) stepsCoop(b *Backend, p *ppParams, steps int) (bool, error) {
 	if !b.coop {
 		return false, nil
@@ -120,8 +120,12 @@ func (st *seedState) stepsCoop(b *Backend, p *ppParams, steps int) (bool, error)
 	}
 	// a chunk of points a block: a whole number of groups, and blocks
 	// enough to fill the device (at least 256 points each)
+	name := kPPSteps
+	if p.T <= 8 {
+		name = kPPSteps8
+	}
 	n := int(p.N)
-	grid := min(ppMaxB, b.blocks(kPPSteps, 0, (n+255)/256))
+	grid := min(ppMaxB, b.blocks(name, 0, (n+255)/256))
 	chunk := (n + grid - 1) / grid
 	chunk = (chunk + ppGroup - 1) / ppGroup * ppGroup
 	grid = (n + chunk - 1) / chunk
@@ -129,7 +133,7 @@ func (st *seedState) stepsCoop(b *Backend, p *ppParams, steps int) (bool, error)
 	defer runtime.KeepAlive(lp)
 	for left := steps; left > 0; left -= coopSteps {
 		lp.Steps = int32(min(left, coopSteps)) // the launch copies lp
-		err := b.launchCoop(kPPSteps, grid, 256, 0, unsafe.Pointer(lp), lp.Bar)
+		err := b.launchCoop(name, grid, 256, 0, unsafe.Pointer(lp), lp.Bar)
 		if err == errCoopTooLarge && left == steps {
 			return false, nil
 		}
