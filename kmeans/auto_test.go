@@ -562,3 +562,48 @@ func TestHybridPricesPruningAhead(t *testing.T) {
 		t.Errorf("moved weight steady at 30 %%: %s (%s), want lloyd", h.Current(), strings.Join(h.why, "; "))
 	}
 }
+
+// TestCalibrationFileCached: the cache file is read again only when it
+// changed, so another process's fits are seen; a session's fit that moves
+// the cached unit by less than 2 % (past its first 5 passes) leaves the
+// file as it is, a larger move writes it.
+func TestCalibrationFileCached(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KQUANT_CACHE_DIR", dir)
+	t.Setenv("KQUANT_CALIBRATION", "")
+	const key = "test/d3"
+	saveCalibration(key, map[Algorithm]Cost{Lloyd: {Unit: 1e-9, Samples: 6}}, nil)
+	if c := loadCalibration(key); c[Lloyd].Unit != 1e-9 {
+		t.Fatalf("read back %+v", c)
+	}
+	// another process writes the file
+	writeCalibration(t, dir, calibrationFile{Version: calibrationVersion, Fits: map[string]map[Algorithm]Cost{key: {Lloyd: {Unit: 2e-9, Samples: 9}}}})
+	if c := loadCalibration(key); c[Lloyd].Unit != 2e-9 || c[Lloyd].Samples != 9 {
+		t.Fatalf("after another writer: %+v, want its unit 2 ns", c)
+	}
+	path := filepath.Join(dir, "calibration.json")
+	stat := func() time.Time {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime()
+	}
+	before := stat()
+	time.Sleep(10 * time.Millisecond)
+	saveCalibration(key, map[Algorithm]Cost{Lloyd: {Unit: 2.02e-9, Samples: 10}}, nil)
+	if !stat().Equal(before) {
+		t.Errorf("a 1 %% move of the unit rewrote the file")
+	}
+	if c := loadCalibration(key); c[Lloyd].Unit != 2.02e-9 {
+		t.Errorf("this process's own fit not kept in memory: %+v", c)
+	}
+	saveCalibration(key, map[Algorithm]Cost{Lloyd: {Unit: 2.2e-9, Samples: 11}}, nil)
+	if stat().Equal(before) {
+		t.Errorf("a 9 %% move of the unit left the file as it was")
+	}
+	var f calibrationFile
+	if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &f) != nil || f.Fits[key][Lloyd].Unit != 2.2e-9 {
+		t.Errorf("file after the move: %+v (%v)", f, err)
+	}
+}
