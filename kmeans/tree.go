@@ -369,20 +369,21 @@ func longest(lo, hi []int32) (axis int, span int64) {
 // [lo, hi]. keys is scratch of at least len(part); counts, scratch that
 // splitMedian grows as it needs.
 //
-// The halves are sets: their order inside is whatever the selection
-// leaves, which nothing downstream depends on. A large part on a short
+// The halves are sets, their order inside whatever the selection leaves;
+// the next cuts, and so reduceKD's parts and the tree's shape, start from
+// it, so it is pinned (TestReduceKDMatchesReference). A large part on a short
 // span (colour coordinates: a few thousand grid values) is split by
-// counting its values, in two passes; any other by quickselect.
+// counting its values, in two passes; any other by quickselect. Either
+// reads each point's coordinate once, through its index, into keys (see
+// gather), and works on them, in order, from there.
 func splitMedian(pts *Points, part []int32, axis int, lo, hi int32, keys []uint64, counts *[]int32) {
-	n, dim := len(part), pts.Dim
+	n := len(part)
 	keys = keys[:n]
 	if span := int64(hi) - int64(lo); n >= countingSplitMin && span < 8*int64(n) {
 		c := resize(*counts, int(span)+1)
 		*counts = c
 		clear(c)
-		for _, p := range part {
-			c[pts.Coords[int(p)*dim+axis]-lo]++
-		}
+		gather(pts, part, axis, lo, keys, c)
 		// the median value lo+v: acc points lie below it
 		mid, acc, v := n/2, 0, 0
 		for acc+int(c[v]) <= mid {
@@ -390,20 +391,11 @@ func splitMedian(pts *Points, part []int32, axis int, lo, hi int32, keys []uint6
 			v++
 		}
 		// below, at and above the median value, in that order
-		partitionAt(pts, part, axis, lo+int32(v), keys, 0, acc, acc+int(c[v]))
-		// of the points at the median value, those of least index
-		// complete the first half
-		if eq := keys[acc : acc+int(c[v])]; mid > acc && mid-acc < len(eq) {
-			selectNth(eq, mid-acc)
-		}
-		for i, k := range keys {
-			part[i] = int32(k)
-		}
+		partitionAt(keys, part, v, 0, acc, acc+int(c[v]))
+		selectEqual(part[acc:acc+int(c[v])], mid-acc, keys)
 		return
 	}
-	for i, p := range part {
-		keys[i] = uint64(int64(pts.Coords[int(p)*dim+axis])-int64(lo))<<32 | uint64(p)
-	}
+	gather(pts, part, axis, lo, keys, nil)
 	selectNth(keys, n/2)
 	for i, k := range keys {
 		part[i] = int32(uint32(k))
@@ -411,9 +403,9 @@ func splitMedian(pts *Points, part []int32, axis int, lo, hi int32, keys []uint6
 }
 
 // splitMedianPar is splitMedian on up to workers goroutines, for a part
-// large enough to repay them: each counts and then partitions a slice of
-// part, at offsets that keep every class in part's order, so the result
-// is splitMedian's.
+// large enough to repay them: each gathers and counts and then partitions
+// a slice of part, at offsets that keep every class in part's order, so
+// the result is splitMedian's.
 func splitMedianPar(pts *Points, part []int32, axis int, lo, hi int32, keys []uint64, counts *[]int32, workers int) {
 	workers = min(workers, len(part)/parallelSplitMin)
 	if workers < 2 || int64(hi)-int64(lo) >= 8*int64(len(part)) {
@@ -427,7 +419,7 @@ func splitMedianPar(pts *Points, part []int32, axis int, lo, hi int32, keys []ui
 // from the check, so that the variables its goroutines share are not
 // allocated for the many calls that split on one.)
 func splitMedianOn(pts *Points, part []int32, axis int, lo, hi int32, keys []uint64, counts *[]int32, workers int) {
-	n, dim := len(part), pts.Dim
+	n := len(part)
 	span := int64(hi) - int64(lo)
 	keys = keys[:n]
 	step := (n + workers - 1) / workers
@@ -436,9 +428,8 @@ func splitMedianOn(pts *Points, part []int32, axis int, lo, hi int32, keys []uin
 	for w := range workers {
 		wg.Go(func() {
 			h := make([]int32, span+1)
-			for _, p := range part[w*step : min(n, (w+1)*step)] {
-				h[pts.Coords[int(p)*dim+axis]-lo]++
-			}
+			a, b := w*step, min(n, (w+1)*step)
+			gather(pts, part[a:b], axis, lo, keys[a:b], h)
 			hists[w] = h
 		})
 	}
@@ -470,45 +461,76 @@ func splitMedianOn(pts *Points, part []int32, axis int, lo, hi int32, keys []uin
 		at += int(h[v])
 		above += min(n, (w+1)*step) - w*step - b - int(h[v])
 	}
+	// (every slice is gathered before any is partitioned into part)
 	for w := range workers {
 		wg.Go(func() {
-			partitionAt(pts, part[w*step:min(n, (w+1)*step)], axis, lo+int32(v), keys, starts[w][0], starts[w][1], starts[w][2])
+			partitionAt(keys[w*step:min(n, (w+1)*step)], part, v, starts[w][0], starts[w][1], starts[w][2])
 		})
 	}
 	wg.Wait()
-	// of the points at the median value, those of least index complete
-	// the first half
-	if eq := keys[acc : acc+int(c[v])]; mid > acc && mid-acc < len(eq) {
-		selectNth(eq, mid-acc)
-	}
-	for w := range workers {
-		wg.Go(func() {
-			for i := w * step; i < min(n, (w+1)*step); i++ {
-				part[i] = int32(keys[i])
-			}
-		})
-	}
-	wg.Wait()
+	selectEqual(part[acc:acc+int(c[v])], mid-acc, keys)
 }
 
 // parallelSplitMin is the fewest points a goroutine of splitMedianPar
 // takes.
 const parallelSplitMin = 1 << 13
 
-// partitionAt writes the indices of part to keys in three classes, their
-// coordinates on axis below, at and above m, each class from its slot
-// (below, at, above) on and in part's order. It does not branch: near a
-// median a point is as likely below as above.
-func partitionAt(pts *Points, part []int32, axis int, m int32, keys []uint64, below, at, above int) {
+// gather sets keys to the points of part as splitMedian orders them:
+// each point's coordinate on axis, minus lo, above its index. If counts
+// is not nil, it counts the points at each coordinate there.
+func gather(pts *Points, part []int32, axis int, lo int32, keys []uint64, counts []int32) {
 	dim := pts.Dim
-	for _, p := range part {
-		x := pts.Coords[int(p)*dim+axis]
-		lt, gt := b2i(x < m), b2i(x > m)
-		eq := 1 - lt - gt
-		keys[lt*below+eq*at+gt*above] = uint64(p)
+	keys = keys[:len(part)]
+	if counts == nil {
+		for k, i := range part {
+			keys[k] = uint64(int64(pts.Coords[int(i)*dim+axis])-int64(lo))<<32 | uint64(i)
+		}
+		return
+	}
+	for k, i := range part {
+		x := int64(pts.Coords[int(i)*dim+axis]) - int64(lo)
+		keys[k] = uint64(x)<<32 | uint64(i)
+		counts[x]++
+	}
+}
+
+// partitionAt writes the indices of keys (gather's) to dst in three
+// classes, their coordinates below, at and above lo+v, each class from
+// its slot (below, at, above) on and in the keys' order. It does not
+// branch: near a median a point is as likely below as above, and the slot
+// is chosen by conditional moves.
+func partitionAt(keys []uint64, dst []int32, v int, below, at, above int) {
+	lo, hi := uint64(v)<<32, uint64(v+1)<<32
+	for _, key := range keys {
+		k := at
+		if key < lo {
+			k = below
+		}
+		if key >= hi {
+			k = above
+		}
+		dst[k] = int32(uint32(key))
+		lt, gt := b2i(key < lo), b2i(key >= hi)
 		below += lt
-		at += eq
+		at += 1 - lt - gt
 		above += gt
+	}
+}
+
+// selectEqual completes the first half of a counting split with the nth
+// points of least index of eq, the points at the median value, as the
+// selection of splitMedian leaves them. keys is scratch.
+func selectEqual(eq []int32, nth int, keys []uint64) {
+	if nth <= 0 || nth >= len(eq) {
+		return
+	}
+	keys = keys[:len(eq)]
+	for k, i := range eq {
+		keys[k] = uint64(i)
+	}
+	selectNth(keys, nth)
+	for k, key := range keys {
+		eq[k] = int32(key)
 	}
 }
 
@@ -529,41 +551,91 @@ const countingSplitMin = 64
 // selectNth reorders keys so that keys[nth] is the value it would have if
 // keys were sorted, smaller values before it and larger after (Hoare's
 // selection with a median-of-three pivot).
+//
+// It leaves keys in the order Hoare's loop does, swap for swap (reduceKD's
+// parts and shape are pinned to it), but decides without branching where
+// it can: near the pivot a key is as likely below as above, and the
+// branches of Hoare's scans are mispredicted about every other key. A
+// range of at most smallPartition keys is partitioned by hoareSmall.
 func selectNth(keys []uint64, nth int) {
 	lo, hi := 0, len(keys)-1
 	for hi > lo {
+		// the median of three at m, the least at lo, the largest at hi
+		// (m first: m is lo when hi = lo+1)
 		m := lo + (hi-lo)/2
-		if keys[m] < keys[lo] {
-			keys[m], keys[lo] = keys[lo], keys[m]
-		}
-		if keys[hi] < keys[lo] {
-			keys[hi], keys[lo] = keys[lo], keys[hi]
-		}
-		if keys[hi] < keys[m] {
-			keys[hi], keys[m] = keys[m], keys[hi]
+		a, b, c := keys[lo], keys[m], keys[hi]
+		keys[m] = max(min(a, b), min(max(a, b), c))
+		keys[lo], keys[hi] = min(a, b, c), max(a, b, c)
+		if hi-lo <= 2 {
+			// sorted, which Hoare's swaps leave as it is
+			return
 		}
 		pivot := keys[m]
-		i, j := lo, hi
-		for i <= j {
-			for keys[i] < pivot {
-				i++
-			}
-			for pivot < keys[j] {
-				j--
-			}
-			if i <= j {
-				keys[i], keys[j] = keys[j], keys[i]
-				i++
-				j--
+		var i, j int
+		if hi-lo < smallPartition {
+			i, j = hoareSmall(keys[lo:hi+1], pivot)
+			i, j = lo+i, lo+j
+		} else {
+			i, j = lo, hi
+			for i <= j {
+				for keys[i] < pivot {
+					i++
+				}
+				for pivot < keys[j] {
+					j--
+				}
+				if i <= j {
+					keys[i], keys[j] = keys[j], keys[i]
+					i++
+					j--
+				}
 			}
 		}
-		switch {
-		case nth <= j:
-			hi = j
-		case nth >= i:
-			lo = i
-		default:
+		if j < nth && nth < i {
 			return
+		}
+		if nth <= j {
+			hi = j
+		}
+		if nth >= i {
+			lo = i
+		}
+	}
+}
+
+// smallPartition is the most keys hoareSmall partitions.
+const smallPartition = 64
+
+// hoareSmall partitions keys, at most smallPartition of them with the
+// first at most pivot and the last at least it, as Hoare's scans in
+// selectNth do, and returns where the scans stop. Those swap the k-th key
+// not below the pivot from the left with the k-th not above it from the
+// right until the two cross; hoareSmall lists both kinds of key first,
+// without a branch, and then swaps the pairs.
+func hoareSmall(keys []uint64, pivot uint64) (i, j int) {
+	// each list ends in a bound past any place it is compared with
+	var ps, qs [smallPartition + 1]int8
+	n := len(keys)
+	np, nq := 0, 0
+	for k := range n {
+		ps[np] = int8(k)
+		np += b2i(keys[k] >= pivot)
+		qs[nq] = int8(n - 1 - k)
+		nq += b2i(keys[n-1-k] <= pivot)
+	}
+	ps[np], qs[nq] = smallPartition, -1
+	// i and j as Hoare's: the keys from i to j are as they were; a scan
+	// that finds none to stop at stops at the last swap's other end
+	i, j = 0, n-1
+	for k := 0; ; k++ {
+		p, q := min(int(ps[k]), j+1), max(int(qs[k]), i-1)
+		if p > q {
+			return p, q
+		}
+		keys[p], keys[q] = keys[q], keys[p]
+		i, j = p+1, q-1
+		if i > j {
+			return i, j
 		}
 	}
 }
