@@ -395,17 +395,14 @@ func (b *Backend) alloc(bytes int) (uint64, error) {
 	if bytes <= 0 {
 		bytes = 16
 	}
-	if p := b.pool.take(bytes); p != 0 {
-		b.pool.sizes[p] = bytes
+	if p, size := b.pool.take(bytes); p != 0 {
+		b.pool.sizes[p] = size // the buffer's own size, kept again as such
 		return p, nil
 	}
 	var p uint64
 	err := b.a.check("cuMemAlloc_v2", b.a.cuMemAlloc(unsafe.Pointer(&p), uint64(bytes)))
 	if isOOM(err) && b.pool.kept > 0 {
-		// what the pool keeps may be what is missing
-		for _, q := range b.pool.drain() {
-			b.a.cuMemFree(q)
-		}
+		b.trim() // what the pool keeps may be what is missing
 		err = b.a.check("cuMemAlloc_v2", b.a.cuMemAlloc(unsafe.Pointer(&p), uint64(bytes)))
 	}
 	if err != nil {

@@ -37,8 +37,8 @@ func newPool(total uint64, off bool) *pool {
 }
 
 // take returns a kept buffer of at least bytes and at most a quarter more,
-// the smallest there is, or 0.
-func (pl *pool) take(bytes int) uint64 {
+// the smallest there is, and its size, or 0.
+func (pl *pool) take(bytes int) (uint64, int) {
 	best := -1
 	for i, b := range pl.free {
 		if b.bytes >= bytes && b.bytes <= bytes+bytes/poolSlack && (best < 0 || b.bytes < pl.free[best].bytes) {
@@ -46,12 +46,12 @@ func (pl *pool) take(bytes int) uint64 {
 		}
 	}
 	if best < 0 {
-		return 0
+		return 0, 0
 	}
 	b := pl.free[best]
 	pl.free = append(pl.free[:best], pl.free[best+1:]...)
 	pl.kept -= b.bytes
-	return b.p
+	return b.p, b.bytes
 }
 
 // put keeps p, a buffer of bytes, and returns the buffers to free now: the

@@ -7,7 +7,7 @@ import (
 
 func TestPool(t *testing.T) {
 	pl := newPool(4000, false) // keeps at most 1000 bytes
-	if pl.take(10) != 0 {
+	if p, _ := pl.take(10); p != 0 {
 		t.Fatal("an empty pool handed out a buffer")
 	}
 	if out := pl.put(1, 400); len(out) != 0 {
@@ -25,16 +25,16 @@ func TestPool(t *testing.T) {
 		t.Fatalf("put(4, 2000) frees %v, keeps %d bytes; want [4], 800", out, pl.kept)
 	}
 	// at most a quarter larger than asked, the smallest that fits
-	if p := pl.take(390); p != 0 {
+	if p, _ := pl.take(390); p != 0 {
 		t.Errorf("take(390) = %d; 500 is more than a quarter larger, 300 too small", p)
 	}
-	if p := pl.take(250); p != 3 {
-		t.Errorf("take(250) = %d, want 3 (300 bytes)", p)
+	if p, size := pl.take(250); p != 3 || size != 300 {
+		t.Errorf("take(250) = %d of %d bytes, want 3 of 300", p, size)
 	}
-	if p := pl.take(250); p != 0 {
+	if p, _ := pl.take(250); p != 0 {
 		t.Errorf("take(250) again = %d, want none", p)
 	}
-	if p := pl.take(480); p != 2 || pl.kept != 0 {
+	if p, _ := pl.take(480); p != 2 || pl.kept != 0 {
 		t.Errorf("take(480) = %d (kept %d), want 2 (kept 0)", p, pl.kept)
 	}
 	pl.put(5, 100)
@@ -43,7 +43,10 @@ func TestPool(t *testing.T) {
 		t.Errorf("drain = %v, kept %d", out, pl.kept)
 	}
 	off := newPool(1<<30, true)
-	if out := off.put(7, 100); !slices.Equal(out, []uint64{7}) || off.take(100) != 0 {
-		t.Errorf("KQUANT_CUDA_POOL=off kept a buffer: %v", out)
+	if out := off.put(7, 100); !slices.Equal(out, []uint64{7}) {
+		t.Errorf("KQUANT_CUDA_POOL=off kept a buffer: frees %v", out)
+	}
+	if p, _ := off.take(100); p != 0 {
+		t.Errorf("KQUANT_CUDA_POOL=off handed out %d", p)
 	}
 }
