@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -629,9 +630,10 @@ func (m *measure) settling() bool { return m.prev > 0 && m.work < 0.9*m.prev }
 
 // judge ends or continues the probe under way after a steady pass of
 // secs: kept once its expected pass (ahead, for a pruning algorithm) is at
-// most that of the algorithm it left; abandoned after one steady pass (three for a pruning algorithm,
-// whose passes cost less as the run settles) that is not, or as soon as
-// its passes have cost four passes of the other more.
+// most that of the algorithm it left; abandoned after one steady pass
+// (three for a pruning algorithm, whose passes cost less as the run
+// settles) that is not, or as soon as its passes have cost four passes of
+// the other more.
 func (h *Hybrid) judge(secs float64) Algorithm {
 	tr := h.trial
 	if tr.pairing != "" {
@@ -981,11 +983,7 @@ func readCalibration(path string) map[string]map[Algorithm]Cost {
 func cloneFits(fits map[string]map[Algorithm]Cost) map[string]map[Algorithm]Cost {
 	out := make(map[string]map[Algorithm]Cost, len(fits))
 	for k, m := range fits {
-		c := make(map[Algorithm]Cost, len(m))
-		for a, v := range m {
-			c[a] = v
-		}
-		out[k] = c
+		out[k] = maps.Clone(m)
 	}
 	return out
 }
