@@ -2086,14 +2086,19 @@ __device__ __forceinline__ u64 pcg_out(u64 hi, u64 lo) {
     return hi * (lo | 1);
 }
 
+// muladd128 sets (h, l) to (xh, xl)·(yh, yl) + (ch, cl) mod 2^128: the
+// PCG's step, and its jumps.
+__device__ __forceinline__ void muladd128(u64 xh, u64 xl, u64 yh, u64 yl, u64 ch, u64 cl, u64& h, u64& l) {
+    const u64 l0 = xl * yl;
+    l = l0 + cl;
+    h = __umul64hi(xl, yl) + xh * yl + xl * yh + ch + (l < l0 ? 1 : 0);
+}
+
 // pcg_u64 is math/rand/v2's (*PCG).Uint64: a 128-bit LCG step and the
 // DXSM output.
 __device__ __forceinline__ u64 pcg_u64(u64& hi, u64& lo) {
-    u64 h = __umul64hi(lo, PCG_MUL_LO) + hi * PCG_MUL_LO + lo * PCG_MUL_HI;
-    const u64 l0 = lo * PCG_MUL_LO, l = l0 + PCG_INC_LO;
-    h += PCG_INC_HI + (l < l0 ? 1 : 0);
-    hi = h, lo = l;
-    return pcg_out(h, l);
+    muladd128(hi, lo, PCG_MUL_HI, PCG_MUL_LO, PCG_INC_HI, PCG_INC_LO, hi, lo);
+    return pcg_out(hi, lo);
 }
 
 // PCGJump is j steps of the PCG's LCG at once: state·A + C (mod 2^128).
@@ -2101,25 +2106,19 @@ struct PCGJump {
     u64 ah, al, ch, cl;
 };
 
-// pcg_jump_of returns the jump of j steps.
+// pcg_jump_of returns the jump of j steps: A ← A·M, C ← C·M + I, j times.
 __device__ __forceinline__ PCGJump pcg_jump_of(int j) {
     PCGJump J = {0, 1, 0, 0};
     for (int i = 0; i < j; i++) {
-        // A·M, C·M + I
-        const u64 ah = __umul64hi(J.al, PCG_MUL_LO) + J.ah * PCG_MUL_LO + J.al * PCG_MUL_HI;
-        const u64 ch = __umul64hi(J.cl, PCG_MUL_LO) + J.ch * PCG_MUL_LO + J.cl * PCG_MUL_HI;
-        const u64 cl0 = J.cl * PCG_MUL_LO, cl = cl0 + PCG_INC_LO;
-        J.ah = ah, J.al *= PCG_MUL_LO;
-        J.ch = ch + PCG_INC_HI + (cl < cl0 ? 1 : 0), J.cl = cl;
+        muladd128(J.ah, J.al, PCG_MUL_HI, PCG_MUL_LO, 0, 0, J.ah, J.al);
+        muladd128(J.ch, J.cl, PCG_MUL_HI, PCG_MUL_LO, PCG_INC_HI, PCG_INC_LO, J.ch, J.cl);
     }
     return J;
 }
 
 // pcg_jump sets (h, l) to the state (hi, lo) after jump J.
 __device__ __forceinline__ void pcg_jump(u64 hi, u64 lo, const PCGJump& J, u64& h, u64& l) {
-    const u64 l0 = lo * J.al;
-    l = l0 + J.cl;
-    h = __umul64hi(lo, J.al) + hi * J.al + lo * J.ah + J.ch + (l < l0 ? 1 : 0);
+    muladd128(hi, lo, J.ah, J.al, J.ch, J.cl, h, l);
 }
 
 // pcg_below is (*rand.Rand).Uint64N(n) on that PCG (64-bit platforms):
