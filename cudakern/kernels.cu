@@ -2479,53 +2479,128 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_add(const PPParams p) {
 #define PP_MAXB 1024
 #define PP_REG 4
 
-// PPLoop is the parameters of kq_pp_steps.
+// PPLoop is the parameters of kq_pp_steps and kq_pp_steps_t8, whose MT
+// (32 and 8) is the stride of the per-draw arrays.
 struct PPLoop {
     PPParams p;
-    u64 bar;     // u32 for grid_sync, zero before the launch
-    u64 btot;    // u64 [gridDim.x]: Σ w·D over each block's chunk of points
-    u64 gains2;  // u64 [2][PP_MAXT]: the gains of even and of odd steps
-    int steps;   // streamed steps to make
-    int chunk;   // points of a block's chunk, a multiple of PP_GROUP
+    u64 bar;    // u32 for grid_sync, zero before the launch
+    u64 btot;   // u64 [gridDim.x]: Σ w·D over each block's chunk of points, at the start
+    u64 gtot;   // u64 [3][MT]: the gains of step s in gtot[s mod 3] (an atomic a block)
+    u64 gblk;   // u64 [2][gridDim.x][MT]: each block's gains of step s in gblk[s mod 2]
+    u64 gsum2;  // u64 [ngroups]: the group sums' second buffer (p.gsum is the first)
+    u64 ggrp;   // u64 [2][MT][ngroups]: each group's gains of step s in ggrp[s mod 2]
+    int steps;  // streamed steps to make
+    int chunk;  // points of a block's chunk, a multiple of PP_GROUP
 };
 
-static_assert(sizeof(PPLoop) == sizeof(PPParams) + 32, "PPLoop layout");
+static_assert(sizeof(PPLoop) == sizeof(PPParams) + 56, "PPLoop layout");
+
+// pp_halve is a round of pp_scatter_sum and the rounds after it: a lane
+// keeps W of its values (the upper W where its lane bit O is set) and adds
+// to them the other lane's W of the same draws.
+template <int W, int O, int MT>
+__device__ __forceinline__ void pp_halve(u64 (&v)[MT], int lane) {
+    if constexpr (W >= 1) {
+        const bool up = lane & O;
+#pragma unroll
+        for (int i = 0; i < W; i++) {
+            const u64 send = up ? v[i] : v[i + W];
+            const u64 keep = up ? v[i + W] : v[i];
+            v[i] = keep + (((u64)__shfl_xor_sync(0xffffffffu, (u32)(send >> 32), O) << 32) |
+                           __shfl_xor_sync(0xffffffffu, (u32)send, O));
+        }
+        pp_halve<W / 2, O / 2, MT>(v, lane);
+    }
+}
+
+// pp_scatter_sum sums v[t] over the warp for each t < MT (8 or 32), one
+// sum a lane: lane L returns the sum of v[L / (32/MT)]. A reduce-scatter:
+// each round a lane keeps half its values and adds the other lane's half
+// of them, MT − 1 + log2(32/MT) 64-bit shuffles in all where MT warp sums
+// take 5·MT. v is overwritten.
+template <int MT>
+__device__ __forceinline__ u64 pp_scatter_sum(u64 (&v)[MT]) {
+    pp_halve<MT / 2, 16, MT>(v, threadIdx.x & 31);
+#pragma unroll
+    for (int o = 16 / MT; o >= 1; o >>= 1) {
+        v[0] += ((u64)__shfl_xor_sync(0xffffffffu, (u32)(v[0] >> 32), o) << 32) | __shfl_xor_sync(0xffffffffu, (u32)v[0], o);
+    }
+    return v[0];
+}
+
+// pp_group_gains sets v[t], for each draw t < MT whose point ys[t] is
+// nearer to x than D (= di), to w·(D − d(x, y_t)), else 0. Without a test
+// of t against p.T: pp_steps parks the points of draws t ≥ p.T far away
+// (PP_FAR), and a point with D = 0 (none, beyond the chunk) gains nothing.
+template <int MT>
+__device__ __forceinline__ void pp_group_gains(const float x[4], u32 di, u64 w, const float (*ys)[4], u64 (&v)[MT]) {
+#pragma unroll
+    for (int t = 0; t < MT; t++) {
+        const u32 d = pp_dist(x, ys[t]);
+        v[t] = d < di ? w * (di - d) : 0;
+    }
+}
+
+// PP_FAR is the coordinate of pp_steps' parked draws: its squared
+// distances overflow to +inf, which converts to 2^32 − 1, beyond every D.
+#define PP_FAR 1e30f
 
 // kq_pp_steps makes up to steps streamed steps in one cooperative launch
 // of at most PP_MAXB blocks of 256 threads, block b owning the points
-// [b·chunk, (b+1)·chunk): their D, their groups' sums and their total,
-// btot[b]. A step is two parts with a grid barrier after each:
-//  1. every block alike scans btot, takes the potential and the step's T
+// [b·chunk, (b+1)·chunk): their D, their groups' sums and their gains.
+// Every block keeps the totals of all chunks (Σ w·D, from btot at the
+// start) and a step has one grid barrier:
+//  1. (from the second step) every block alike takes the draw of largest
+//     gain of the step before (its sum in gtot), makes it a centroid for
+//     its own points (D = min(D, d(x, y))) and their group sums (the sums
+//     before less the groups' gains for that draw, into the other buffer
+//     of the two), and lowers each chunk's total by that chunk's gain for
+//     it (gblk);
+//  2. every block scans the totals, takes the potential and the step's T
 //     draws from its own copy of the stream's PCG, and finds the point of
-//     each draw (the chunk by btot's prefixes, the group by the chunk's
-//     group sums, the point by a warp scan: pp_find's answer, exactly);
-//     then it adds its own points' gains for those draws (kq_pp_gains);
-//  2. every block makes the draw of largest gain a centroid for its own
-//     points (kq_pp_add) and sums them again.
-// Block 0 records the steps, clears the other step's gains and, at the
-// end, writes the PCG's state back. Warp 0 makes the T draws of a step,
-// draw t by lane t from the PCG's state t + 1 steps on (a jump), unless
-// Lemire's method might reject one of them (rare): then lane 0 makes them
-// in turn, as pcg_below. pp_steps is its body, MT (≤ PP_MAXT) bounding
-// p.T (pp_gain).
+//     each draw: the chunk by the totals' prefixes, the group by the
+//     chunk's group sums (those before, less the groups' gains for the
+//     draw taken), the point by a warp scan of w·min(D, d(x, y)) (D read
+//     before or after its owner lowered it: the same) — pp_find's answer,
+//     exactly; then it adds its own points' gains for those draws, each
+//     group's (ggrp), the chunk's (gblk) and into the step's sum (gtot).
+// After the last step each block makes its draw of largest gain a
+// centroid as in 1. Block 0 records the steps, clears the gtot of the
+// step after next and, at the end, writes the PCG's state back. Warp 0
+// makes the T draws of a step, draw t by lane t from the PCG's state t + 1
+// steps on (a jump), unless Lemire's method might reject one of them
+// (rare): then lane 0 makes them in turn, as pcg_below. pp_steps is its
+// body, MT (8 or 32) bounding p.T.
 template <int MT>
 __device__ __forceinline__ void pp_steps(const PPLoop& L) {
     const PPParams& p = L.p;
-    __shared__ u64 bpre[PP_MAXB];  // inclusive prefixes of btot
+    __shared__ u64 bt[PP_MAXB];    // Σ w·D of each chunk
+    __shared__ u64 bpre[PP_MAXB];  // inclusive prefixes of bt
     __shared__ u64 ws[32];
     __shared__ u64 rs[PP_MAXT], pcg[2];
-    __shared__ int cand[PP_MAXT], chosen;
+    __shared__ u64 part[8][MT];
+    __shared__ int cand[MT], chosen;
     __shared__ PCGJump jumps[32];  // lane t's draw: t + 1 steps on
-    __shared__ float ys[PP_MAXT][4];  // the draws' points
+    __shared__ float ys[MT][4];    // the draws' points
+    __shared__ float yc[4];        // the point of the last step's centroid
     if (pp_stopped(p)) return;  // the same in every block
     PPStream* st = (PPStream*)p.stream;
     u32* bar = (u32*)L.bar;
     u32 target = 0;
-    u64* btot = (u64*)L.btot;
-    const u64* gsum = (const u64*)p.gsum;
+    u64* const btot = (u64*)L.btot;
+    u64* const gtot = (u64*)L.gtot;
+    u64* const gblk = (u64*)L.gblk;
+    u64* const ggrp = (u64*)L.ggrp;
+    u64* const gsum = (u64*)p.gsum;
+    u64* const gsum2 = (u64*)L.gsum2;
+    u32* const D = (u32*)p.D;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int lo = min(p.n, blockIdx.x * L.chunk), hi = min(p.n, lo + L.chunk);
-    const int nb = gridDim.x;
+    const int nb = gridDim.x, ng = p.ngroups;
+    const int g0 = lo / PP_GROUP, g1 = (hi + PP_GROUP - 1) / PP_GROUP;  // the block's groups
+    // a lane's sums of pp_scatter_sum are of draw lane >> tsh
+    const int tsh = MT == 8 ? 2 : 0;
+    const bool tlead = (lane & ((1 << tsh) - 1)) == 0;
     // the thread's points lo + threadIdx.x + 256h for h < PP_REG stay in
     // registers (any further ones are read each time)
     float px[PP_REG][4];
@@ -2534,36 +2609,78 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
     for (int h = 0; h < PP_REG; h++) {
         const int i = lo + h * 256 + threadIdx.x;
         pd[h] = pw[h] = 0;
+        px[h][0] = px[h][1] = px[h][2] = px[h][3] = 0;
         if (i < hi) {
             pp_point(p, i, px[h]);
-            pd[h] = ((const u32*)p.D)[i];
+            pd[h] = D[i];
             pw[h] = (u32)pp_weight(p, i);
         }
     }
+    if (threadIdx.x >= p.T && threadIdx.x < MT) {
+        for (int q = 0; q < 4; q++) ys[threadIdx.x][q] = PP_FAR;  // parked: no draw
+    }
     {
-        // the chunk's total from its group sums (kq_pp_start's or kq_pp_add's)
+        // the chunk's total from its group sums (kq_pp_start's or the last launch's)
         u64 v = 0;
-        for (int g = lo / PP_GROUP + threadIdx.x; g < (hi + PP_GROUP - 1) / PP_GROUP; g += blockDim.x) v += gsum[g];
+        for (int g = g0 + threadIdx.x; g < g1; g += blockDim.x) v += gsum[g];
         v = block_sum_u64(v);
         if (threadIdx.x == 0) {
             btot[blockIdx.x] = v;
             pcg[0] = st->hi, pcg[1] = st->lo;
         }
-        if (blockIdx.x == 0 && threadIdx.x < PP_MAXT) ((u64*)L.gains2)[threadIdx.x] = 0;
+        if (blockIdx.x == 0 && threadIdx.x < MT) gtot[threadIdx.x] = 0;
         if (warp == 0) jumps[lane] = pcg_jump_of(lane + 1);
     }
     grid_sync(bar, target);
+    for (int b = threadIdx.x; b < nb; b += blockDim.x) bt[b] = __ldcg(btot + b);
+    __syncthreads();
+    // apply makes the draw of largest gain of step j a centroid: D, the
+    // group sums (from src into dst) and the chunks' totals.
+    auto apply = [&](int j, const u64* src, u64* dst) {
+        if (warp == 0) {
+            const int best = pp_best(p, gtot + (j % 3) * MT);
+            if (lane == 0) {
+                chosen = best;
+                for (int q = 0; q < 4; q++) yc[q] = ys[best][q];
+                if (blockIdx.x == 0) pp_record(p, cand[best]);
+            }
+        }
+        __syncthreads();
+        const int c = chosen;
+        const float y[4] = {yc[0], yc[1], yc[2], yc[3]};
+        const u64* gb = gblk + (size_t)(j & 1) * nb * MT;
+        for (int b = threadIdx.x; b < nb; b += blockDim.x) bt[b] -= __ldcg(gb + (size_t)b * MT + c);
+        const u64* gg = ggrp + ((size_t)(j & 1) * MT + c) * ng;
+        for (int g = g0 + threadIdx.x; g < g1; g += blockDim.x) dst[g] = src[g] - __ldcg(gg + g);
+#pragma unroll
+        for (int h = 0; h < PP_REG; h++) {
+            const int i = lo + h * 256 + threadIdx.x;
+            if (i < hi) {
+                const u32 d = pp_dist(px[h], y);
+                if (d < pd[h]) pd[h] = d, D[i] = d;
+            }
+        }
+        for (int i = lo + PP_REG * 256 + threadIdx.x; i < hi; i += 256) {
+            float x[4];
+            pp_point(p, i, x);
+            const u32 d = pp_dist(x, y);
+            if (d < D[i]) D[i] = d;
+        }
+        __syncthreads();
+    };
     int s = 0;
+    bool stopped = false;
     for (; s < L.steps; s++) {
-        u64* gains = (u64*)L.gains2 + (s & 1) * PP_MAXT;
-        // ---- 1. the potential: btot's inclusive prefixes
+        // ---- 1. the last step's centroid
+        if (s > 0) apply(s - 1, (s - 1) & 1 ? gsum2 : gsum, s & 1 ? gsum2 : gsum);
+        // ---- 2. the potential: the totals' inclusive prefixes
         {
             const int per = (nb + blockDim.x - 1) / blockDim.x;  // ≤ 4
             u64 loc[PP_MAXB / 256], sum = 0;
 #pragma unroll
             for (int j = 0; j < PP_MAXB / 256; j++) {
                 const int i = threadIdx.x * per + j;
-                loc[j] = j < per && i < nb ? __ldcg(btot + i) : 0;
+                loc[j] = j < per && i < nb ? bt[i] : 0;
                 sum += loc[j];
             }
             u64 x = sum;
@@ -2587,11 +2704,15 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
         const u64 pot = bpre[nb - 1];
         if (pot == 0) {
             if (blockIdx.x == 0 && threadIdx.x == 0) st->stop = 1;
+            stopped = true;
             break;  // the same in every block
         }
         if (warp == 0) pp_draws(pcg, jumps, p.T, pot, rs);
         __syncthreads();
-        // ---- the point of each draw, a warp a draw
+        // ---- the point of each draw, a warp a draw; the group sums and D
+        // as the centroid taken in 1 left them
+        const u64* gsrc = (s - 1) & 1 ? gsum2 : gsum;
+        const u64* gg = ggrp + ((size_t)((s - 1) & 1) * MT + (s > 0 ? chosen : 0)) * ng;
         for (int t = warp; t < p.T; t += blockDim.x >> 5) {
             const u64 r = rs[t];
             // the chunk: the first b with bpre[b] > r
@@ -2605,10 +2726,11 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
             }
             u64 rem = r - (b > 0 ? bpre[b - 1] : 0);
             // the group: the first in chunk b whose prefix exceeds rem
-            const int g0 = b * L.chunk / PP_GROUP, g1 = (min(p.n, (b + 1) * L.chunk) + PP_GROUP - 1) / PP_GROUP;
-            int g = g1 - 1;
-            for (int a = g0; a < g1; a += 32) {
-                u64 x = a + lane < g1 ? __ldcg(gsum + a + lane) : 0;
+            const int c0 = b * L.chunk / PP_GROUP, c1 = (min(p.n, (b + 1) * L.chunk) + PP_GROUP - 1) / PP_GROUP;
+            int g = c1 - 1;
+            for (int a = c0; a < c1; a += 32) {
+                u64 x = 0;
+                if (a + lane < c1) x = s > 0 ? __ldcg(gsrc + a + lane) - __ldcg(gg + a + lane) : __ldcg(gsum + a + lane);
                 for (int o = 1; o < 32; o <<= 1) {
                     const u64 t2 = shfl_u64(x, max(lane - o, 0));
                     if (lane >= o) x += t2;
@@ -2627,8 +2749,10 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
             float xi[4] = {0, 0, 0, 0};
             u64 x = 0;
             if (i < p.n) {
-                x = pp_weight(p, i) * __ldcg((const u32*)p.D + i);
                 pp_point(p, i, xi);
+                u32 di = __ldcg(D + i);
+                if (s > 0) di = min(di, pp_dist(xi, yc));
+                x = pp_weight(p, i) * di;
             }
             for (int o = 1; o < 32; o <<= 1) {
                 const u64 t2 = shfl_u64(x, max(lane - o, 0));
@@ -2644,60 +2768,56 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
             }
         }
         __syncthreads();
-        // ---- the gains of the block's points
+        // ---- the gains of the block's points: each group's, the chunk's
         {
-            __shared__ u64 part[8][PP_MAXT];
-            u64 acc[MT];
+            u64* ggo = ggrp + (size_t)(s & 1) * MT * ng;
+            const int tt = lane >> tsh;
+            u64 acc = 0;  // draw tt's gains over the warp's groups
 #pragma unroll
-            for (int t = 0; t < MT; t++) acc[t] = 0;
-#pragma unroll
-            for (int h = 0; h < PP_REG; h++)
-                if (lo + h * 256 + (int)threadIdx.x < hi) pp_gain<MT>(p, px[h], pd[h], pw[h], ys, acc);
-            for (int i = lo + PP_REG * 256 + threadIdx.x; i < hi; i += 256) {
-                float x[4];
-                pp_point(p, i, x);
-                pp_gain<MT>(p, x, ((const u32*)p.D)[i], pp_weight(p, i), ys, acc);
-            }
-            pp_gains_add<MT>(p, acc, part, gains);
-        }
-        grid_sync(bar, target);
-        // ---- 2. the draw of largest gain joins the centroids
-        if (warp == 0) {
-            const int best = pp_best(p, gains);
-            if (lane == 0) {
-                chosen = best;
-                if (blockIdx.x == 0) pp_record(p, cand[best]);
-            }
-        }
-        if (blockIdx.x == 0 && threadIdx.x < PP_MAXT) ((u64*)L.gains2)[((s + 1) & 1) * PP_MAXT + threadIdx.x] = 0;
-        __syncthreads();
-        const float yy[4] = {ys[chosen][0], ys[chosen][1], ys[chosen][2], ys[chosen][3]};
-        u64 tot = 0;
-#pragma unroll
-        for (int h = 0; h < PP_REG; h++) {
-            const int g = lo + h * 256 + warp * PP_GROUP;  // the warp's group
-            if (g < hi) {
-                const int i = g + lane;
-                u64 v = 0;
-                if (i < hi) {
-                    const u32 d = pp_dist(px[h], yy);
-                    if (d < pd[h]) pd[h] = d, ((u32*)p.D)[i] = d;
-                    v = (u64)pw[h] * pd[h];
+            for (int h = 0; h < PP_REG; h++) {
+                const int gb = lo + h * 256 + warp * PP_GROUP;  // the warp's group
+                if (gb < hi) {
+                    u64 v[MT];
+                    pp_group_gains<MT>(px[h], pd[h], pw[h], ys, v);
+                    const u64 sum = pp_scatter_sum<MT>(v);
+                    if (tlead && tt < p.T) ggo[(size_t)tt * ng + gb / PP_GROUP] = sum;
+                    acc += sum;
                 }
-                v = warp_sum_u64(v);
-                if (lane == 0) ((u64*)p.gsum)[g / PP_GROUP] = v;
-                tot += v;
+            }
+            for (int gb = lo + PP_REG * 256 + warp * PP_GROUP; gb < hi; gb += blockDim.x) {
+                const int i = gb + lane;
+                float x[4] = {0, 0, 0, 0};
+                u32 di = 0;
+                u64 w = 0;
+                if (i < hi) {
+                    pp_point(p, i, x);
+                    di = D[i];
+                    w = pp_weight(p, i);
+                }
+                u64 v[MT];
+                pp_group_gains<MT>(x, di, w, ys, v);
+                const u64 sum = pp_scatter_sum<MT>(v);
+                if (tlead && tt < p.T) ggo[(size_t)tt * ng + gb / PP_GROUP] = sum;
+                acc += sum;
+            }
+            if (tlead) part[warp][tt] = acc;
+            __syncthreads();
+            if (threadIdx.x < MT) {
+                u64 v = 0;
+                for (int w = 0; w < (int)(blockDim.x >> 5); w++) v += part[w][threadIdx.x];
+                gblk[((size_t)(s & 1) * nb + blockIdx.x) * MT + threadIdx.x] = v;
+                if (threadIdx.x < p.T && v) atomicAdd(gtot + (s % 3) * MT + threadIdx.x, v);
+                if (blockIdx.x == 0) gtot[((s + 1) % 3) * MT + threadIdx.x] = 0;
             }
         }
-        for (int g = lo + PP_REG * 256 + warp * PP_GROUP; g < hi; g += blockDim.x) {
-            const int i = g + lane;
-            const u64 v = warp_sum_u64(i < hi ? pp_add_point(p, i, yy) : 0);
-            if (lane == 0) ((u64*)p.gsum)[g / PP_GROUP] = v;
-            tot += v;
-        }
-        tot = block_sum_u64(lane == 0 ? tot : 0);
-        if (threadIdx.x == 0) btot[blockIdx.x] = tot;
         grid_sync(bar, target);
+    }
+    if (!stopped && s > 0) {
+        apply(s - 1, (s - 1) & 1 ? gsum2 : gsum, gsum);
+    } else if (stopped && (s & 1)) {
+        // the group sums of the last centroid went to gsum2
+        __syncthreads();
+        for (int g = g0 + threadIdx.x; g < g1; g += blockDim.x) gsum[g] = gsum2[g];
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) st->hi = pcg[0], st->lo = pcg[1];
 }

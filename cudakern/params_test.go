@@ -58,8 +58,8 @@ func TestParamsLayout(t *testing.T) {
 		t.Errorf("lloydLoop: size %d, LP at %d, Bar at %d; want 312, 184, 304", unsafe.Sizeof(ll), unsafe.Offsetof(ll.LP), unsafe.Offsetof(ll.Bar))
 	}
 	var pl ppLoop
-	if unsafe.Sizeof(pl) != 440 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 432 {
-		t.Errorf("ppLoop: size %d, Bar at %d, Steps at %d; want 440, 408, 432", unsafe.Sizeof(pl), unsafe.Offsetof(pl.Bar), unsafe.Offsetof(pl.Steps))
+	if unsafe.Sizeof(pl) != 464 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 456 {
+		t.Errorf("ppLoop: size %d, Bar at %d, Steps at %d; want 464, 408, 456", unsafe.Sizeof(pl), unsafe.Offsetof(pl.Bar), unsafe.Offsetof(pl.Steps))
 	}
 	var d dedupParams
 	if unsafe.Sizeof(d) != 72 || unsafe.Offsetof(d.N) != 64 {

@@ -63,6 +63,7 @@ type seedState struct {
 	centBytes                  int
 	dStream                    uint64 // ppStream, then an int per step
 	dLoop                      uint64 // kq_pp_steps' buffers (stepsCoop)
+	loopBytes                  int
 	streamBytes                int
 	ngroups                    int
 	p                          ppParams
@@ -86,9 +87,9 @@ func (st *seedState) step() []kernelLaunch {
 
 // ppLoop mirrors struct PPLoop of kernels.cu (kq_pp_steps).
 type ppLoop struct {
-	P                 ppParams
-	Bar, Btot, Gains2 uint64
-	Steps, Chunk      int32
+	P                                  ppParams
+	Bar, Btot, Gtot, Gblk, Gsum2, Ggrp uint64
+	Steps, Chunk                       int32
 }
 
 const (
@@ -98,10 +99,29 @@ const (
 	coopSteps = 256
 	// ppMaxB is PP_MAXB of kernels.cu, the most blocks of kq_pp_steps.
 	ppMaxB = 1024
-	// ppLoopBytes is the bytes of kq_pp_steps' buffers: btot, the gains
-	// of two steps, the barrier.
-	ppLoopBytes = 8*ppMaxB + 16*ppMaxT + 8
 )
+
+// loop returns the parameters of kq_pp_steps (stride mt: 8 for
+// kq_pp_steps_t8, else ppMaxT) on grid blocks for p, with its buffers in
+// one allocation of the bytes it returns from base (base 0: to size it):
+// the barrier, the blocks' totals, the gains of three steps, each block's
+// of two, the group sums' second buffer, each group's gains of two steps.
+func (st *seedState) loop(p *ppParams, base uint64, grid, mt int) (*ppLoop, int) {
+	lp := &ppLoop{P: *p}
+	off := uint64(0)
+	next := func(words int) uint64 {
+		a := base + off
+		off += 8 * uint64(words)
+		return a
+	}
+	lp.Bar = next(1)
+	lp.Btot = next(grid)
+	lp.Gtot = next(3 * mt)
+	lp.Gblk = next(2 * grid * mt)
+	lp.Gsum2 = next(st.ngroups)
+	lp.Ggrp = next(2 * mt * st.ngroups)
+	return lp, int(off)
+}
 
 // stepsCoop launches steps streamed steps for the parameters p by
 // kq_pp_steps (kq_pp_steps_t8 for at most 8 draws a step), coopSteps a
@@ -111,25 +131,23 @@ func (st *seedState) stepsCoop(b *Backend, p *ppParams, steps int) (bool, error)
 	if !b.coop {
 		return false, nil
 	}
-	if st.dLoop == 0 {
-		d, err := b.alloc(ppLoopBytes)
-		if err != nil {
-			return false, err
-		}
-		st.dLoop = d
-	}
 	// a chunk of points a block: a whole number of groups, and blocks
 	// enough to fill the device (at least 256 points each)
-	name := kPPSteps
+	name, mt := kPPSteps, ppMaxT
 	if p.T <= 8 {
-		name = kPPSteps8
+		name, mt = kPPSteps8, 8
 	}
 	n := int(p.N)
 	grid := min(ppMaxB, b.blocks(name, 0, (n+255)/256))
 	chunk := (n + grid - 1) / grid
 	chunk = (chunk + ppGroup - 1) / ppGroup * ppGroup
 	grid = (n + chunk - 1) / chunk
-	lp := &ppLoop{P: *p, Btot: st.dLoop, Gains2: st.dLoop + 8*ppMaxB, Bar: st.dLoop + 8*ppMaxB + 16*ppMaxT, Chunk: int32(chunk)}
+	_, bytes := st.loop(p, 0, grid, mt)
+	if err := b.grow(&st.dLoop, &st.loopBytes, bytes); err != nil {
+		return false, err
+	}
+	lp, _ := st.loop(p, st.dLoop, grid, mt)
+	lp.Chunk = int32(chunk)
 	defer runtime.KeepAlive(lp)
 	for left := steps; left > 0; left -= coopSteps {
 		lp.Steps = int32(min(left, coopSteps)) // the launch copies lp
@@ -357,8 +375,8 @@ func (s *session) SeedStep(rs []uint64) (int, uint64, error) {
 // kq_pp_next, kq_pp_gains, kq_pp_add) go to the device in one job, the
 // draws taken there from the PCG, and one read-back brings the chosen
 // points, the potential and the PCG's state. Where the device takes
-// cooperative launches, one kq_pp_steps makes the steps with grid
-// barriers between their parts (stepsCoop); else they go by chains (CUDA
+// cooperative launches, one kq_pp_steps makes the steps, one grid
+// barrier a step (stepsCoop); else they go by chains (CUDA
 // graphs) of seedChainSteps where the driver has them, the rest one by
 // one. For comparisons, KQUANT_CUDA_SEED=step makes it decline
 // (ErrSeedUnsupported), so that the engine takes a round trip a step,
