@@ -713,8 +713,8 @@ func BenchmarkLloydSteps(b *testing.B) {
 
 // BenchmarkOpen: what opening a session costs (the stages of a whole run
 // open two: the reduced set and all colours): a device allocation and
-// free of 64 KiB and of 4 MiB, the host's layout and packing of the
-// deduplicated colours of altai-5120.png and graf1.png, and Open + Close
+// free of 64 KiB and of 4 MiB, the host's validation, layout and packing
+// of the deduplicated colours of altai-5120.png and graf1.png, and Open + Close
 // of a session on them (k = 256, the engine's options).
 func BenchmarkOpen(b *testing.B) {
 	g := gpu(b)
@@ -736,8 +736,11 @@ func BenchmarkOpen(b *testing.B) {
 		pts := colourPoints(colors, counts, "rgb")
 		b.Run(name+"/layout", func(b *testing.B) {
 			for range b.N {
-				L := planLayout(pts)
-				L.pack(pts)
+				lo, hi, _, err := pts.Extent()
+				if err != nil {
+					b.Fatal(err)
+				}
+				planLayout(pts, lo, hi)
 			}
 		})
 		for _, algo := range []kmeans.Algorithm{kmeans.Auto, kmeans.GEMM} {

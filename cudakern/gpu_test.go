@@ -380,7 +380,7 @@ func testIntegerKernel(t *testing.T, variant string) {
 	sets := kernelPointSets(t, rng, 4, 200)
 	var used, refused int
 	for _, pts := range sets {
-		L := planLayout(pts)
+		L := layoutOf(pts)
 		cs := centroidSets(rng, pts, 2, 16, 100, idpMaxK)
 		cs = append(cs, boxCorners(pts, 0, 40, 150)...)
 		// a centroid near the edge of the fast kernels' range
@@ -427,7 +427,7 @@ func TestCellKernel(t *testing.T) {
 	used := map[string]int{}
 	refused := 0
 	for _, pts := range sets {
-		L := planLayout(pts)
+		L := layoutOf(pts)
 		cs := centroidSets(rng, pts, 2, 16, 64, 100, idpMaxK, 300, 1000)
 		cs = append(cs, boxCorners(pts, 0, 40, 150)...)
 		for _, k := range []int{idpMaxK, cellWideMaxK} {
@@ -490,7 +490,7 @@ func TestIMAKernel(t *testing.T) {
 		t.Setenv("KQUANT_CUDA_KERNEL", variant)
 		var used, refused int
 		for _, pts := range sets {
-			L := planLayout(pts)
+			L := layoutOf(pts)
 			cs := centroidSets(rng, pts, 2, 16, 17, 100, 256, 257, 1000)
 			cs = append(cs, boxCorners(pts, 0, 40, 150)...)
 			infos := compareSessions(t, b, pts, kmeans.SessionOptions{MaxK: 1000}, cs)

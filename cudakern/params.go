@@ -56,6 +56,11 @@ const (
 	normPieceMax = 1 << 22 // |x|^2 and |c|^2 are split into two fp16 pieces lo + 2048·hi
 )
 
+// maxRadius is the most fastRadius gives (the -2c of a centred centroid
+// coordinate c stays an fp16 integer): no centred coordinate of a fast
+// layout is larger in magnitude.
+const maxRadius = 2047
+
 // fastRadius returns the largest R such that coordinates within R of the
 // centre keep every term of the tensor-core distance exact: the magnitudes
 // of |x|^2, 2|x·c| and |c|^2 add up to at most 4·dim·R² < 2^24, and R ≤ 2047
@@ -71,7 +76,7 @@ func fastRadius(dim int) int64 {
 	for 4*int64(dim)*(r+1)*(r+1) < exactF32 {
 		r++
 	}
-	return min(r, 2047)
+	return min(r, maxRadius)
 }
 
 // halfBits returns the fp16 encoding of the integer v and whether it is
@@ -125,15 +130,25 @@ type layout struct {
 	g, off [4]int64
 }
 
-// planLayout chooses the storage of pts.
-func planLayout(pts *kmeans.Points) layout {
+// planLayout chooses the storage of pts, whose bounds lo and hi are as
+// kmeans.Points.Extent measured them, and returns it with the point words
+// of its format when that is a fast one (pack's; nil for fmtI32, which
+// uploadI32 packs).
+//
+// The step of an axis (the greatest common divisor of the points' offsets
+// from lo) takes a pass of its own only where nothing cheaper decides it:
+// sampleSteps gives a multiple of every step, which is the step itself
+// when it is 0 or 1, which decides fmtP16 when it already leaves more than
+// 255 steps in an axis' span (stepsDecided), and which for colours (dim 3)
+// whose sampled steps are powers of two the packing checks as it goes
+// (packColours); anything else takes the exact pass (steps).
+func planLayout(pts *kmeans.Points, lo, hi []int32) (layout, []uint32) {
 	dim, n := pts.Dim, pts.Len()
 	L := layout{dim: dim, n: n, npad: (n + padMultiple - 1) / padMultiple * padMultiple, fmt: fmtI32}
 	L.lo, L.hi, L.center = make([]int64, dim), make([]int64, dim), make([]int64, dim)
 	if n == 0 {
-		return L
+		return L, nil
 	}
-	lo, hi := pts.Bounds()
 	var rp int64
 	for j := range dim {
 		L.lo[j], L.hi[j] = int64(lo[j]), int64(hi[j])
@@ -142,16 +157,96 @@ func planLayout(pts *kmeans.Points) layout {
 	}
 	L.radius = fastRadius(dim)
 	if L.radius < 0 || rp > L.radius || n > math.MaxInt32-padMultiple {
-		return L
+		return L, nil
 	}
 	L.fast = true
-	L.fmt = fmtP8
-	g := L.steps(pts)
-	for j := range dim {
-		if g[j] == 0 {
-			g[j] = 1
+	sampled := L.sampleSteps(pts)
+	if L.stepsDecided(sampled) {
+		L.setSteps(sampled)
+		return L, L.pack(pts)
+	}
+	if dim == 3 && powersOfTwo(sampled) {
+		L.setSteps(sampled)
+		if L.fmt == fmtP8 {
+			out := make([]uint32, L.npad)
+			or := L.packColours(pts, out)
+			// every step divides the sampled one, a power of two: the
+			// greatest power of two dividing every offset is the step
+			exact := true
+			var g [4]uint64
+			for j := range 3 {
+				g[j] = sampled[j]
+				if low := or[j] & -or[j]; or[j] != 0 && low < g[j] {
+					g[j], exact = low, false
+				}
+			}
+			if exact {
+				return L, out
+			}
+			L.setSteps(g)
+			return L, L.pack(pts)
 		}
-		L.g[j] = int64(g[j])
+	}
+	L.setSteps(L.steps(pts))
+	return L, L.pack(pts)
+}
+
+// stepSamples is how many points sampleSteps takes, spread over the set.
+const stepSamples = 64
+
+// sampleSteps returns, per axis, the greatest common divisor of the span
+// hi - lo and of the offsets from lo of up to stepSamples points spread
+// over the set: a multiple of the axis' step (steps' answer), 0 only where
+// the axis is constant.
+func (L *layout) sampleSteps(pts *kmeans.Points) [4]uint64 {
+	var g [4]uint64
+	for j := range L.dim {
+		g[j] = uint64(L.hi[j] - L.lo[j])
+	}
+	m := min(L.n, stepSamples)
+	for s := range m {
+		x := pts.At(s * L.n / m)
+		for j, v := range x {
+			g[j] = gcd(g[j], uint64(int64(v)-L.lo[j]))
+		}
+	}
+	return g
+}
+
+// stepsDecided reports whether the sampled steps (multiples of the true
+// ones) give the layout the true ones give: where every sampled step is 0
+// or 1 they are the true ones; where one leaves more than 255 steps in its
+// axis' span a smaller true step leaves more, and the layout is fmtP16,
+// which keeps no steps.
+func (L *layout) stepsDecided(sampled [4]uint64) bool {
+	small := true
+	for j := range L.dim {
+		if uint64(L.hi[j]-L.lo[j])/max(sampled[j], 1) > 255 {
+			return true
+		}
+		small = small && sampled[j] <= 1
+	}
+	return small
+}
+
+// powersOfTwo reports whether every step is 0 or a power of two.
+func powersOfTwo(g [4]uint64) bool {
+	for _, v := range g {
+		if v&(v-1) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// setSteps sets the steps (g, 0 for a constant axis: 1), offsets and
+// format of a fast layout: fmtP8 when every axis' span is at most 255 of
+// its steps and every step is exact in fp16, else fmtP16, which keeps
+// neither steps nor offsets.
+func (L *layout) setSteps(g [4]uint64) {
+	L.fmt = fmtP8
+	for j := range L.dim {
+		L.g[j] = int64(max(g[j], 1))
 		L.off[j] = L.lo[j] - L.center[j]
 		_, okg := halfBits(L.g[j])
 		if (L.hi[j]-L.lo[j])/L.g[j] > 255 || !okg {
@@ -161,7 +256,6 @@ func planLayout(pts *kmeans.Points) layout {
 	if L.fmt == fmtP16 {
 		L.g, L.off = [4]int64{}, [4]int64{}
 	}
-	return L
 }
 
 // steps returns, per axis, the greatest common divisor of the points'
@@ -207,25 +301,16 @@ func (L *layout) pack(pts *kmeans.Points) []uint32 {
 	case fmtP8:
 		out := make([]uint32, L.npad)
 		// a step that is a power of two divides by a shift
-		var shift [4]uint
 		pow2 := true
 		for j := range dim {
 			g := uint64(L.g[j])
 			pow2 = pow2 && g&(g-1) == 0
-			shift[j] = uint(bits.TrailingZeros64(g))
+		}
+		if pow2 && dim == 3 {
+			L.packColours(pts, out)
+			return out
 		}
 		parallelRange(n, func(a, b int) {
-			if pow2 && dim == 3 {
-				// colours
-				lo0, lo1, lo2 := L.lo[0], L.lo[1], L.lo[2]
-				s0, s1, s2 := shift[0], shift[1], shift[2]
-				c := pts.Coords[3*a : 3*b]
-				for i := range b - a {
-					x := c[3*i : 3*i+3 : 3*i+3]
-					out[a+i] = uint32((int64(x[0])-lo0)>>s0) | uint32((int64(x[1])-lo1)>>s1)<<8 | uint32((int64(x[2])-lo2)>>s2)<<16
-				}
-				return
-			}
 			for i := a; i < b; i++ {
 				var w uint32
 				for j := range dim {
@@ -238,11 +323,24 @@ func (L *layout) pack(pts *kmeans.Points) []uint32 {
 		return out
 	case fmtP16:
 		out := make([]uint32, 2*L.npad)
+		halves := smallHalves()
 		parallelRange(n, func(a, b int) {
+			if dim == 3 {
+				// colours: the axes in registers, the fourth half 0
+				o0, o1, o2 := maxRadius-L.center[0], maxRadius-L.center[1], maxRadius-L.center[2]
+				c := pts.Coords[3*a : 3*b]
+				w := out[2*a : 2*b]
+				for i := range b - a {
+					x := c[3*i : 3*i+3 : 3*i+3]
+					w[2*i] = half2(halves[int64(x[0])+o0], halves[int64(x[1])+o1])
+					w[2*i+1] = uint32(halves[int64(x[2])+o2])
+				}
+				return
+			}
 			for i := a; i < b; i++ {
 				var h [4]uint16
 				for j := range dim {
-					h[j] = mustHalf(int64(pts.Coords[i*dim+j]) - L.center[j])
+					h[j] = halves[int64(pts.Coords[i*dim+j])-L.center[j]+maxRadius]
 				}
 				out[2*i] = half2(h[0], h[1])
 				out[2*i+1] = half2(h[2], h[3])
@@ -252,6 +350,47 @@ func (L *layout) pack(pts *kmeans.Points) []uint32 {
 	default:
 		return L.packI32(pts)
 	}
+}
+
+// smallHalves holds the fp16 encoding (mustHalf) of every integer v with
+// |v| ≤ maxRadius at v + maxRadius: fmtP16's coordinates, looked up.
+var smallHalves = sync.OnceValue(func() *[2*maxRadius + 1]uint16 {
+	var t [2*maxRadius + 1]uint16
+	for i := range t {
+		t[i] = mustHalf(int64(i) - maxRadius)
+	}
+	return &t
+})
+
+// packColours writes the fmtP8 words of three-dimensional points whose
+// steps are powers of two (a shift each) to out, on all cores, and
+// returns per axis the OR of the points' offsets from L.lo: an offset
+// that the axis' step does not divide sets a bit below it. The offsets
+// (below 2¹² in a fast layout) are worked out in uint32.
+func (L *layout) packColours(pts *kmeans.Points, out []uint32) [3]uint64 {
+	var shift [3]uint32
+	for j := range 3 {
+		shift[j] = uint32(bits.TrailingZeros64(uint64(L.g[j])))
+	}
+	var or [3]uint64
+	var mu sync.Mutex
+	parallelRange(L.n, func(a, b int) {
+		lo0, lo1, lo2 := uint32(L.lo[0]), uint32(L.lo[1]), uint32(L.lo[2])
+		s0, s1, s2 := shift[0]&31, shift[1]&31, shift[2]&31
+		var ors uint64 // the three ORs, 21 bits apart (offsets are below 2¹²)
+		c := pts.Coords[3*a : 3*b]
+		w := out[a:b]
+		for i := range w {
+			x := c[3*i : 3*i+3 : 3*i+3]
+			d0, d1, d2 := uint32(x[0])-lo0, uint32(x[1])-lo1, uint32(x[2])-lo2
+			ors |= uint64(d0) | uint64(d1)<<21 | uint64(d2)<<42
+			w[i] = d0>>s0 | d1>>s1<<8 | d2>>s2<<16
+		}
+		mu.Lock()
+		or[0], or[1], or[2] = or[0]|ors&(1<<21-1), or[1]|ors>>21&(1<<21-1), or[2]|ors>>42
+		mu.Unlock()
+	})
+	return or
 }
 
 // packI32 returns the centred coordinates as int32, column-major (the

@@ -135,22 +135,22 @@ func randomColours(rng *rand.Rand, n int) *kmeans.Points {
 func TestPlanLayout(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	rgb := randomColours(rng, 1000)
-	if L := planLayout(rgb); !L.fast || L.fmt != fmtP8 || L.g[0] != 8 {
+	if L := layoutOf(rgb); !L.fast || L.fmt != fmtP8 || L.g[0] != 8 {
 		t.Errorf("RGB colours: fast %v fmt %d g %v; want P8 with g = 8", L.fast, L.fmt, L.g)
 	}
 	lab := &kmeans.Points{Dim: 3, Coords: make([]int32, 3000)}
 	for i := range lab.Coords {
 		lab.Coords[i] = int32(rng.IntN(1600) - 800)
 	}
-	if L := planLayout(lab); !L.fast || L.fmt != fmtP16 {
+	if L := layoutOf(lab); !L.fast || L.fmt != fmtP16 {
 		t.Errorf("Lab-like points: fast %v fmt %d; want P16", L.fast, L.fmt)
 	}
 	wide := &kmeans.Points{Dim: 3, Coords: []int32{0, 0, 0, 5000, 0, 0}}
-	if L := planLayout(wide); L.fast {
+	if L := layoutOf(wide); L.fast {
 		t.Error("a span of 5000 must not take the fast kernel")
 	}
 	five := &kmeans.Points{Dim: 5, Coords: make([]int32, 50)}
-	if L := planLayout(five); L.fast {
+	if L := layoutOf(five); L.fast {
 		t.Error("dimension 5 must not take the fast kernel")
 	}
 }
@@ -162,11 +162,10 @@ func TestFragmentsEmulated(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, tc := range selfTestCases() {
 		pts := tc.pts
-		L := planLayout(pts)
+		L, data := openLayout(t, pts)
 		if !L.fast {
 			t.Fatalf("%s: not fast", tc.name)
 		}
-		data := L.pack(pts)
 		var p kparams
 		L.fastParams(&p)
 		for _, cent := range tc.cent {
@@ -390,7 +389,7 @@ func TestIntegerKeys(t *testing.T) {
 		for i := range pts.Coords {
 			pts.Coords[i] = base + g*int32(rng.IntN(span))
 		}
-		L := planLayout(pts)
+		L, words := openLayout(t, pts)
 		if L.fmt != fmtP8 {
 			continue
 		}
@@ -413,7 +412,6 @@ func TestIntegerKeys(t *testing.T) {
 		kq := (k + 3) &^ 3
 		tab := make([]int32, 4*kq)
 		L.idpTable(cent, m, tab)
-		words := L.pack(pts)
 		for i := range n {
 			pw := words[i] ^ p.Sel[0]
 			bestKey := int64(math.MaxInt32)
@@ -474,7 +472,7 @@ func TestIMAKeys(t *testing.T) {
 		for i := range pts.Coords {
 			pts.Coords[i] = base + g*int32(rng.IntN(span))
 		}
-		L := planLayout(pts)
+		L, words := openLayout(t, pts)
 		if L.fmt != fmtP8 {
 			continue
 		}
@@ -504,7 +502,6 @@ func TestIMAKeys(t *testing.T) {
 		L.imaTable(cent, m, tab)
 		nt := imaTiles(k)
 		bias := tab[64*nt:]
-		words := L.pack(pts)
 		for i := range n {
 			pw := words[i]
 			var best int32
@@ -582,7 +579,7 @@ func rgbBoxCentroids(rng *rand.Rand, k int) (layout, []int32) {
 		cent[i] = int32(rng.IntN(255*8 + 1))
 	}
 	cent[0], cent[1], cent[2], cent[3], cent[4], cent[5] = 0, 0, 0, 2040, 2040, 2040
-	return planLayout(rgb), cent
+	return layoutOf(rgb), cent
 }
 
 // BenchmarkHostTables: the host's share of a fast Assign at k = 256 on
@@ -594,7 +591,7 @@ func BenchmarkHostTables(b *testing.B) {
 	for i := range pts.Coords {
 		pts.Coords[i] = int32(rng.IntN(256) * kmeans.Scale)
 	}
-	L := planLayout(pts)
+	L := layoutOf(pts)
 	k, kpad := 256, 256
 	cent := make([]int32, 3*k)
 	for i := range cent {
@@ -745,27 +742,6 @@ func TestTileAuto(t *testing.T) {
 	if !f.tileAuto(k) {
 		t.Error("tile variant forced: not by tiles after a pass that kept every centroid")
 	}
-}
-
-// BenchmarkPlanLayout: the host's share of opening a session on the
-// deduplicated colours of altai-5120.png (the engine's last stage of a
-// quantize run): the layout's passes over the points and the packing of
-// the point words.
-func BenchmarkPlanLayout(b *testing.B) {
-	colors, counts, _ := UniqueRGB(loadPixels(b, "altai-5120.png"))
-	pts := colourPoints(colors, counts, "rgb")
-	b.Logf("%d colours", pts.Len())
-	b.Run("plan", func(b *testing.B) {
-		for range b.N {
-			planLayout(pts)
-		}
-	})
-	L := planLayout(pts)
-	b.Run("pack", func(b *testing.B) {
-		for range b.N {
-			L.pack(pts)
-		}
-	})
 }
 
 // TestLayoutPasses: the layout's parallel steps give what one plain pass

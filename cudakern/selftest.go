@@ -55,7 +55,8 @@ func selfTestCases() []selfCase {
 				}
 				pts.Weights[i] = uint32(rng.IntN(1000))
 			}
-			L := planLayout(pts)
+			lo, hi := pts.Bounds()
+			L, _ := planLayout(pts, lo, hi)
 			var sets [][]int32
 			for _, k := range []int{1, 5, 64, 200} {
 				c := make([]int32, k*dim)

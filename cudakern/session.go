@@ -34,7 +34,8 @@ func maxProcs() int { return runtime.GOMAXPROCS(0) }
 // UpdateSorted (counting sort by label, then segment sums without
 // atomics), UpdateHost (labels back to the host, sums there).
 func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Session, error) {
-	if err := pts.Validate(); err != nil {
+	lo, hi, _, err := pts.Extent()
+	if err != nil {
 		return nil, err
 	}
 	s := &session{b: b, pts: pts, variant: os.Getenv("KQUANT_CUDA_KERNEL"), algo: opt.Algorithm, cur: opt.Algorithm}
@@ -56,7 +57,8 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 	default:
 		return nil, fmt.Errorf("cudakern: the cuda backend has no update strategy %q", opt.Update)
 	}
-	s.L = planLayout(pts)
+	var words []uint32
+	s.L, words = planLayout(pts, lo, hi)
 	s.capK = max(opt.MaxK, 1)
 	s.label32 = s.capK > 65535
 	if opt.Algorithm == kmeans.Auto {
@@ -66,8 +68,8 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 	if s.L.n == 0 {
 		return s, nil
 	}
-	err := b.w.do(func() error {
-		if err := s.upload(); err != nil {
+	err = b.w.do(func() error {
+		if err := s.upload(words); err != nil {
 			s.release()
 			return err
 		}
@@ -139,27 +141,31 @@ type passLaunch struct {
 
 const upHeader = 256 // params block, padded
 
-func (s *session) upload() error {
+// upload copies the points to the device, words (planLayout's) for a fast
+// layout, else the int32 columns, and the weights, zero past the last
+// point; then it sizes the per-cluster buffers.
+func (s *session) upload(words []uint32) error {
 	b, L := s.b, &s.L
 	var err error
 	if L.fast {
-		data := L.pack(s.pts)
-		if s.dPts, err = b.alloc(4 * len(data)); err != nil {
+		if s.dPts, err = b.alloc(4 * len(words)); err != nil {
 			return err
 		}
-		if err = b.htod(s.dPts, unsafe.Pointer(&data[0]), 4*len(data)); err != nil {
+		if err = b.htod(s.dPts, unsafe.Pointer(&words[0]), 4*len(words)); err != nil {
 			return err
 		}
 	} else if err = s.uploadI32(); err != nil {
 		return err
 	}
-	if s.pts.Weights != nil {
-		w := make([]uint32, L.npad)
-		copy(w, s.pts.Weights)
-		if s.dW, err = b.alloc(4 * len(w)); err != nil {
+	if w := s.pts.Weights; w != nil {
+		if s.dW, err = b.alloc(4 * L.npad); err != nil {
 			return err
 		}
-		if err = b.htod(s.dW, unsafe.Pointer(&w[0]), 4*len(w)); err != nil {
+		if err = b.htod(s.dW, unsafe.Pointer(&w[0]), 4*L.n); err != nil {
+			return err
+		}
+		// the padding points weigh nothing (a pooled buffer holds old data)
+		if err = b.memset32(s.dW+uint64(4*L.n), 0, L.npad-L.n); err != nil {
 			return err
 		}
 	}

@@ -1072,6 +1072,57 @@ func TestBounds(t *testing.T) {
 	}
 }
 
+// TestExtent: Extent gives Validate's answer and, for valid points, the
+// bounds of Bounds and the total of TotalWeight, from one pass on several
+// goroutines from 2·boundsPiece points; malformed points and points too
+// large for exact arithmetic give Validate's error and nothing else.
+func TestExtent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, dim := range []int{1, 3, 5} {
+		for _, n := range []int{0, 1, 1000, 2*boundsPiece - 1, 2 * boundsPiece, 100_003} {
+			for _, weighted := range []bool{false, true} {
+				p := &Points{Dim: dim, Coords: make([]int32, n*dim)}
+				for i := range p.Coords {
+					p.Coords[i] = int32(rng.IntN(4001)) - 2000
+				}
+				if weighted {
+					p.Weights = make([]uint32, n)
+					for i := range p.Weights {
+						p.Weights[i] = uint32(rng.IntN(1 << 20))
+					}
+				}
+				lo, hi, total, err := p.Extent()
+				wlo, whi := p.Bounds()
+				if err != nil || !slices.Equal(lo, wlo) || !slices.Equal(hi, whi) || total != p.TotalWeight() {
+					t.Errorf("dim %d, n = %d, weighted %v: Extent %v %v %d %v; want %v %v %d", dim, n, weighted,
+						lo, hi, total, err, wlo, whi, p.TotalWeight())
+				}
+			}
+		}
+	}
+	heavy := &Points{Dim: 1, Coords: make([]int32, 3*boundsPiece), Weights: make([]uint32, 3*boundsPiece)}
+	for i := range heavy.Weights {
+		heavy.Coords[i] = int32(i % 2 * (1 << 29))
+		heavy.Weights[i] = 1 << 31
+	}
+	for _, c := range []struct {
+		name string
+		p    *Points
+	}{
+		{"dimension 0", &Points{Coords: []int32{1}}},
+		{"a partial point", &Points{Dim: 2, Coords: []int32{1, 2, 3}}},
+		{"weights of the wrong length", &Points{Dim: 1, Coords: []int32{1, 2}, Weights: []uint32{1}}},
+		{"a span of 2^30", &Points{Dim: 2, Coords: []int32{0, 0, 1 << 30, 0}}},
+		{"inertia past 2^63", heavy},
+	} {
+		verr := c.p.Validate()
+		lo, hi, total, err := c.p.Extent()
+		if err == nil || verr == nil || err.Error() != verr.Error() || lo != nil || hi != nil || total != 0 {
+			t.Errorf("%s: Extent %v %v %d %v; want Validate's error %v and nothing else", c.name, lo, hi, total, err, verr)
+		}
+	}
+}
+
 // TestTotalWeight: TotalWeight (on several goroutines from 2·boundsPiece
 // points) sums every weight, past 2³² in all; without weights it counts
 // the points.

@@ -138,29 +138,93 @@ var ErrRange = errors.New("kmeans: points too large for exact arithmetic")
 // inertia the engine can form from it fits in 64 bits.
 func (p *Points) Validate() error { return p.validate(nil) }
 
+// Extent validates p as Validate does and returns what the validation
+// measures: the smallest and largest value of each coordinate (as Bounds
+// gives them) and the sum of the weights (as TotalWeight gives it), all
+// from one pass over the coordinates and weights, on all cores. A caller
+// that needs them besides the validation (a backend opening a session)
+// saves passes of its own. On error lo and hi are nil and total is 0.
+func (p *Points) Extent() (lo, hi []int32, total uint64, err error) {
+	if err := p.checkShape(); err != nil {
+		return nil, nil, 0, err
+	}
+	if p.Len() == 0 {
+		lo, hi = p.bounds(0, 0)
+		return lo, hi, 0, nil
+	}
+	lo, hi, total = p.measure()
+	if err := checkRange(lo, hi, total); err != nil {
+		return nil, nil, 0, err
+	}
+	return lo, hi, total, nil
+}
+
 // validate is Validate with extra coordinate vectors (given or fixed
 // centroids) that must share the points' range.
 func (p *Points) validate(extra []int32) error {
-	if p.Dim <= 0 {
-		return fmt.Errorf("kmeans: dimension %d, want > 0", p.Dim)
+	if err := p.checkShape(); err != nil {
+		return err
 	}
-	if len(p.Coords)%p.Dim != 0 {
-		return fmt.Errorf("kmeans: %d coordinates is not a multiple of dimension %d", len(p.Coords), p.Dim)
-	}
-	n := p.Len()
-	if p.Weights != nil && len(p.Weights) != n {
-		return fmt.Errorf("kmeans: %d weights for %d points", len(p.Weights), n)
-	}
-	if n == 0 {
+	if p.Len() == 0 {
 		return nil
 	}
-	lo, hi := p.Bounds()
+	lo, hi, tw := p.measure()
 	for i := 0; i+p.Dim <= len(extra); i += p.Dim {
 		for j := 0; j < p.Dim; j++ {
 			lo[j] = min(lo[j], extra[i+j])
 			hi[j] = max(hi[j], extra[i+j])
 		}
 	}
+	return checkRange(lo, hi, tw)
+}
+
+// checkShape reports a dimension below 1, coordinates that are not whole
+// points, or a number of weights other than the number of points.
+func (p *Points) checkShape() error {
+	if p.Dim <= 0 {
+		return fmt.Errorf("kmeans: dimension %d, want > 0", p.Dim)
+	}
+	if len(p.Coords)%p.Dim != 0 {
+		return fmt.Errorf("kmeans: %d coordinates is not a multiple of dimension %d", len(p.Coords), p.Dim)
+	}
+	if n := p.Len(); p.Weights != nil && len(p.Weights) != n {
+		return fmt.Errorf("kmeans: %d weights for %d points", len(p.Weights), n)
+	}
+	return nil
+}
+
+// measure returns the bounds and the total weight of well-formed points
+// (at least one), from one pass over the coordinates and weights, on all
+// cores from 2·boundsPiece points.
+func (p *Points) measure() (lo, hi []int32, total uint64) {
+	n := p.Len()
+	piece := func(a, b int) (lo, hi []int32, total uint64) {
+		lo, hi = p.bounds(a, b)
+		if p.Weights == nil {
+			return lo, hi, uint64(b - a)
+		}
+		return lo, hi, sumWeights(p.Weights[a:b])
+	}
+	if n < 2*boundsPiece {
+		return piece(0, n)
+	}
+	lo, hi = p.bounds(0, 0)
+	var mu sync.Mutex
+	par.Ranges(runtime.GOMAXPROCS(0), n, boundsPiece, func(a, b int) {
+		l, h, t := piece(a, b)
+		mu.Lock()
+		for j := range lo {
+			lo[j], hi[j] = min(lo[j], l[j]), max(hi[j], h[j])
+		}
+		total += t
+		mu.Unlock()
+	})
+	return lo, hi, total
+}
+
+// checkRange reports (ErrRange) points of bounds lo, hi and total weight
+// tw whose distances, sums or inertia could overflow 64 bits.
+func checkRange(lo, hi []int32, tw uint64) error {
 	// Centroids stay inside the bounding box, so a coordinate difference is
 	// at most the span; a distance is at most Dim·span².
 	var maxDist uint64
@@ -176,7 +240,6 @@ func (p *Points) validate(extra []int32) error {
 			return ErrRange
 		}
 	}
-	tw := p.TotalWeight()
 	hiw, lossw := bits.Mul64(maxDist, tw)
 	if hiw != 0 || lossw >= 1<<63 {
 		return ErrRange
