@@ -1350,7 +1350,8 @@ var treeProbeClock func(tree, build, lloyd float64) (float64, float64, float64)
 // other algorithm.
 type autoSession struct {
 	pts     *Points
-	opt     SessionOptions
+	opt     SessionOptions // with the points' summary, which the sessions it opens take
+	origin  []int64        // the points' least coordinates, which its sessions share
 	workers int
 	update  Update
 	hy      *Hybrid
@@ -1398,6 +1399,8 @@ var autoSchedule func(pass int) Algorithm
 // its wall time give the time the Hybrid sees.
 var autoClock func(a Algorithm, k int, fresh bool, d time.Duration) time.Duration
 
+// newAutoSession returns an Auto session on pts, which opt.summary
+// summarises (CPU.Open's), its passes on workers goroutines.
 func newAutoSession(pts *Points, opt SessionOptions, workers int) (*autoSession, error) {
 	return newAutoSessionOn(pts, opt, workers, nil)
 }
@@ -1415,7 +1418,8 @@ func (s *autoSession) fork(workers int) (*autoSession, error) {
 // newAutoSessionOn is newAutoSession with the kd-tree session tree, if not
 // nil, in place of one it would build.
 func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSession) (*autoSession, error) {
-	s := &autoSession{pts: pts, opt: opt, workers: workers, update: opt.Update, total: pts.TotalWeight(), tree: tree}
+	s := &autoSession{pts: pts, opt: opt, workers: workers, update: opt.Update, total: opt.summary.total, tree: tree,
+		origin: opt.summary.origin()}
 	n, dim := pts.Len(), pts.Dim
 	cands := []Algorithm{Bounds, WuHong, Lloyd, GEMM}
 	var start Algorithm
@@ -1549,7 +1553,7 @@ func (s *autoSession) use(a Algorithm) error {
 	if a == KDTree {
 		if s.tree == nil {
 			t := time.Now()
-			s.tree = newTreeSessionShaped(s.pts, s.workers, s.opt.shape)
+			s.tree = newTreeSessionShaped(s.pts, s.origin, s.workers, s.opt.shape)
 			s.setup += time.Since(t)
 		}
 		s.cur, s.curAlgo = s.tree, a
@@ -1557,11 +1561,12 @@ func (s *autoSession) use(a Algorithm) error {
 	}
 	if s.pp == nil {
 		t := time.Now()
-		pp, err := CPU.Open(s.pts, SessionOptions{Algorithm: a, Update: s.autoUpdate(), Workers: s.workers})
+		// the points were validated when the Auto session was opened
+		pp, err := openPerPoint(s.pts, s.origin, SessionOptions{Algorithm: a, Update: s.autoUpdate()}, s.workers)
 		if err != nil {
 			return err
 		}
-		s.pp = pp.(*cpuSession)
+		s.pp = pp
 		s.setup += time.Since(t)
 	}
 	s.pp.setAlgo(a)
