@@ -130,11 +130,7 @@ func newTreeSessionShaped(pts *Points, origin []int64, workers int, shape *kdSha
 		copy(b.perm, shape.perm)
 		b.buildShaped(shape.nodes, 0, 0, int32(n))
 	} else {
-		levels := 0
-		for 1<<levels < workers {
-			levels++
-		}
-		b.buildParallel(0, int32(n), levels)
+		b.buildParallel(0, int32(n), buildLevels(workers))
 	}
 	t.nodes, t.lo, t.hi, t.sums, t.perm = b.nodes, b.lo, b.hi, b.sums, b.perm
 	t.xs = mem.Make[int32](n * dim)
@@ -184,10 +180,9 @@ type kdBuilder struct {
 }
 
 // buildParallel is build, with the subtrees of the first levels built by
-// goroutines of their own, down to parts of 2¹⁴ points (the reduced set's
-// 32768 halves: 1–2 ms sooner on 2 threads).
+// goroutines of their own, down to parts of parallelBuildMin points.
 func (b *kdBuilder) buildParallel(first, last int32, levels int) int32 {
-	if levels == 0 || last-first < 1<<14 {
+	if levels == 0 || last-first < parallelBuildMin {
 		return b.build(first, last)
 	}
 	id, mid, split := b.node(first, last)
@@ -205,6 +200,48 @@ func (b *kdBuilder) buildParallel(first, last int32, levels int) int32 {
 	r := b.adopt(sub[1])
 	b.join(id, l, r)
 	return id
+}
+
+// parallelBuildMin is the fewest points of a part whose halves
+// buildParallel builds on goroutines of their own: 2¹⁴, so that the
+// reduced set's 32768 points are split once (1–2 ms sooner on 2 threads).
+const parallelBuildMin = 1 << 14
+
+// buildLevels returns the levels of the tree whose halves buildParallel
+// builds on goroutines of their own for workers goroutines: enough to give
+// each of them a part.
+func buildLevels(workers int) int {
+	levels := 0
+	for 1<<levels < workers {
+		levels++
+	}
+	return levels
+}
+
+// treeDepth returns the levels of a kd-tree over n points, about
+// log₂(n/leafSize): a build passes over every point at each of them.
+func treeDepth(n float64) float64 { return math.Max(1, math.Log2(n/leafSize)) }
+
+// buildSpeedup returns how many times faster the kd-tree of n points is
+// built on workers goroutines than on one, as buildParallel shares the
+// build out. Each level of the tree passes over every point (the boxes,
+// the median splits), so the build's work is about n·treeDepth(n) on any
+// number of goroutines; but a part is only handed to two goroutines once
+// its own goroutine has split it, and only while it has parallelBuildMin
+// points or more, so the longest chain of work is the splits of the parts
+// above, each over all of its points, and then the serial build of one of
+// the smallest parts. For 30 000 points that is one split of all and two
+// halves built side by side, 1.8 times faster than one goroutine however
+// many there are (on the 2-core VM of bench/README.md: 16.4 ms on one
+// thread, 9.0 on two, in 32 dimensions).
+func buildSpeedup(n, workers int) float64 {
+	m, chain := float64(n), 0.0
+	for levels := buildLevels(workers); levels > 0 && m >= parallelBuildMin; levels-- {
+		chain += m
+		m /= 2
+	}
+	chain += m * treeDepth(m)
+	return math.Min(float64(n)*treeDepth(float64(n))/chain, float64(max(workers, 1)))
 }
 
 // buildShaped builds the subtree of tree positions [first, last) along
