@@ -1120,19 +1120,20 @@ func threadScale(threads int) (speedup, fixed float64) {
 	return 2 * math.Pow(t/2, 0.7), 15e-6 * (t - 2)
 }
 
-// treeScale returns what threads give a pass of the kd-tree over one:
-// as threadScale up to 2 threads, beyond it 2·(t/2)^0.5, against the
-// per-point passes' 2·(t/2)^0.7. On the same 16 cores (bench/README.md,
-// session 9) the tree's passes ran 5–6.7 times as fast as on one thread
-// (1.2–1.5 ms at σ² = 0.001, where they are short, 4.7 ms at σ² = 1): from
-// the one-thread probe's 0.28 and 1.28 Lloyd passes to 0.42–0.53 and 1.65
-// of Lloyd's 16-thread passes, about 8^0.2 more.
-func treeScale(threads int) float64 {
-	t := float64(max(threads, 1))
-	if t <= 2 {
-		return t
-	}
-	return 2 * math.Pow(t/2, 0.5)
+// buildPassScale turns what building the kd-tree over n points costs in
+// one-thread Lloyd passes into Lloyd passes of a session on workers
+// threads: Lloyd's passes gain threadScale from the threads, the build
+// only buildSpeedup (tree.go: its top splits are serial, and a part is
+// shared out only while it has 2¹⁴ points or more). For 30 000 points:
+// 1.1 on two threads, 4.7 on 16, where the build's 0.7–1.3 one-thread
+// Lloyd passes (treeProbe, on the H100 host's 16 cores, d = 32, k = 32;
+// bench/README.md, sessions 9 and 10) become 3.3–6.1 of Lloyd's 16-thread
+// passes. That host measured the build at 16–23 ms, 4.7–6.8 of its Lloyd
+// passes of 3.3–3.6 ms: the model errs on the tree's side there (buildSpeedup
+// is what the build's structure allows, which that host did not reach).
+func buildPassScale(n, workers int) float64 {
+	t, _ := threadScale(workers)
+	return t / buildSpeedup(n, workers)
 }
 
 // sampleGap returns the median, over a sample of pts (at most 512 points,
@@ -1179,20 +1180,45 @@ func sampleGap(pts *Points, cent []int32) float64 {
 func boundsShare(g float64) float64 { return math.Min(0.7, 0.03/g) }
 
 // boundsFailShare is the least boundsShare from which probeTree prices
-// the bounds by it and scales the tree's probe to the session's threads.
-// Below, where the bounds skip most distances, their cost is their
-// bookkeeping, which the model prices poorly (on the H100 machine's 16
-// threads, d = 32, σ² = 0.01: 0.28–0.64 Lloyd passes for a measured 0.21),
-// and a tree scaled to its threads won there against bounds twice as fast
-// (bench/README.md, session 8); the unscaled probe leans to the bounds.
+// the bounds by it. Below, where the bounds skip most distances, their
+// cost is their bookkeeping, which the model prices poorly (on the H100
+// machine's 16 threads, d = 32, σ² = 0.01: 0.28–0.64 Lloyd passes for a
+// measured 0.21; bench/README.md, session 8).
 const boundsFailShare = 0.3
 
-// autoTreeDim is the largest dimension in which Auto runs the kd-tree:
-// its first pass, and a candidate for every later one. Up to here its
-// filtering still beats a search of every centroid on clustered data
-// (bench/README.md: d = 8, 2–3× over the best per-point algorithm at
-// σ² = 0.001), and where it does not, its passes are measured and left.
+// autoTreeDim is the largest dimension in which Auto starts on the
+// kd-tree without a probe (above autoTreeSureDim, where its build is cheap
+// on the session's threads: treeStartPasses): its first pass, and a
+// candidate for every later one. Up to here its filtering still beats a
+// search of every centroid on clustered data (bench/README.md: d = 8, 2–3×
+// over the best per-point algorithm at σ² = 0.001), and where it does
+// not, its passes are measured and left.
 const autoTreeDim = 8
+
+// autoTreeSureDim is the largest dimension in which Auto starts on the
+// kd-tree whatever the threads: colours, where it wins on every image of
+// ANCHORS.md, and whose trees are cheap to build. Above it, up to
+// autoTreeDim, a session of treeProbeMin points or more whose tree's build
+// would cost more than treeStartPasses of its Lloyd passes probes the tree
+// first, as above autoTreeDim.
+const autoTreeSureDim = refineTreeDim
+
+// treeStartPasses is the most Lloyd passes of its session that the
+// kd-tree's build may cost (treeBuildShare, priced for the session's
+// threads by buildPassScale) for Auto to start on it without a probe in
+// autoTreeSureDim < d ≤ autoTreeDim. A tree that loses is measured and
+// left after a few passes, at the cost of its build: where that is about
+// a Lloyd pass, as on a few threads, a probe would cost as much as it
+// could save (on the 2-core VM of bench/README.md, d = 8, k = 32, the
+// build 0.9–1.3 Lloyd passes, modelled 0.7: probing there cost Auto 3–6 %
+// at σ² = 0.001 and σ² = 1, where its passes measure and leave the tree
+// well, and won nothing at σ² = 0.01, where the probe's coin toss at the
+// bounds' modelled price took it anyway). On many threads the build is
+// several passes and is not repaid in a short run (the H100 host's 16
+// threads: 6.3–9.1 ms, Lloyd's pass 1.1 ms, modelled 3.1 passes; the
+// bounds' whole run 8–13 ms at σ² = 0.001, where the tree's passes are
+// the cheapest, and the tree's 12–14 with its build).
+const treeStartPasses = 2
 
 // The kd-tree above autoTreeDim: its boxes still separate clusters that
 // are tight against their distances (bench/README.md: d = 32, σ² = 0.001,
@@ -1211,11 +1237,13 @@ const (
 	// first pass. The pass alone, on the seeds' sets from the bench's
 	// random starts, n = 30 000, d = 32, k = 32 and 128: 0.22–0.38 at
 	// σ² = 0.001 (where the tree's passes win), 0.6–0.8 at σ² = 0.01 and
-	// 1.0–1.3 at σ² ≥ 0.05 (where they lose). The build adds about
-	// treeBuildShare: 2.8 Lloyd passes at k = 32 there (a 30 000-point
-	// 32-D tree takes 37–43 ms, a Lloyd pass 13), so this first-pass rule
-	// takes the tree at large k only, where a pass costs far more than the
-	// build; takeTree also weighs the passes that repay it.
+	// 1.0–1.3 at σ² ≥ 0.05 (where they lose). The build adds 0.7–1.3
+	// one-thread Lloyd passes at k = 32 there (a 30 000-point 32-D tree
+	// takes 16–18 ms on one thread of the 2-core VM, a Lloyd pass 24–26),
+	// and more of a session's passes on more threads (buildPassScale), so
+	// this first-pass rule takes the tree at large k only, where a pass
+	// costs far more than the build; takeTree also weighs the passes that
+	// repay it.
 	treeProbeRatio = 0.5
 	// treeRepayPasses is how many passes the tree's build may take to be
 	// repaid by passes cheaper than those of the model's choice: the
@@ -1226,40 +1254,47 @@ const (
 	treeRepayPasses = 12
 )
 
-// takeTree decides for the kd-tree above autoTreeDim from the probe: its
-// pass r and build b, in Lloyd passes, and c, the modelled steady pass of
-// the model's choice in Lloyd passes. The tree is taken when its first
-// pass, built, costs at most treeProbeRatio of a Lloyd pass, or when its
-// passes are cheaper than the choice's and repay the build within
-// treeRepayPasses.
+// takeTree decides for the kd-tree where Auto probes it from its pass r and
+// build b, in Lloyd passes of the session's threads, and c, the modelled
+// steady pass of the model's choice in Lloyd passes. The tree is taken
+// when its first pass, built, costs at most treeProbeRatio of a Lloyd
+// pass, or when its passes are cheaper than the choice's and repay the
+// build within treeRepayPasses. r = 0 stands for passes that cost nothing:
+// a build that even they would not repay is not worth probing.
 func takeTree(r, b, c float64) bool {
-	return r > 0 && (r+b <= treeProbeRatio || r < c && b <= (c-r)*treeRepayPasses)
+	return r+b <= treeProbeRatio || r < c && b <= (c-r)*treeRepayPasses
 }
 
 // treeBuildCost is what building the kd-tree costs per point and level,
-// in distances (of the same dimension) of a Lloyd pass: 30 000 points in
-// 8 and 32 dimensions took 8–16 and 37–43 ms on the machine of
-// bench/README.md, Lloyd 0.37–0.45 ns per distance and dimension.
-const treeBuildCost = 9
+// in distances (of the same dimension) of a one-thread Lloyd pass:
+// treeProbe measured 2.5–3.5 (d = 12, 16, 32; k = 16, 32, 128; 30 000
+// points, σ² = 0.001) on the 2-core VM of bench/README.md, 3.4–5.8 at
+// d = 8, 2.2–3.1 on the H100 host (d = 32, k = 32). Its lower end: it
+// decides which builds are not even probed.
+const treeBuildCost = 2.5
 
-// treeBuildShare estimates how many Lloyd passes at k centroids building
-// the kd-tree over n points costs, from treeBuildCost.
+// treeBuildShare estimates how many one-thread Lloyd passes at k
+// centroids building the kd-tree over n points costs on one thread, from
+// treeBuildCost.
 func treeBuildShare(n, k int) float64 {
-	return treeBuildCost * math.Max(1, math.Log2(float64(n)/leafSize)) / float64(k)
+	return treeBuildCost * treeDepth(float64(n)) / float64(k)
 }
 
 // treeProbe returns how long a pass of the kd-tree takes against a pass of
 // Lloyd, for centroids cent, both on a sample of pts (n/16 of its points,
 // evenly spaced, at least 1 024 and at most 4 096; Lloyd on a quarter of
-// them, scaled), on one thread; and how long building the whole tree takes against that Lloyd
-// pass (the sample's build, scaled by n·depth); the pass +Inf, not
-// measured, where the build alone is more than treeRepayPasses Lloyd
-// passes. Where the first try says the tree (take of its pass and build),
-// two more confirm it, the least of the three taken (load only ever adds,
-// and a pass of another program in one of them must not make the tree
-// look fast); a no stands. 0, 0 when pts are too few to tell. It costs two
-// builds of the sample's tree (each a sixteenth of the whole one), a
-// sixty-fourth of a Lloyd pass, and r/16 of one (r the first result) per
+// them, scaled), on one thread; and how long building the whole tree takes
+// against that Lloyd pass (the sample's build, scaled by n·depth); the
+// pass +Inf, not measured, where take says that not even free passes
+// (take(0, build)) would repay the build. Where a try says the tree (take
+// of its pass and build), another confirms it, up to three, the least of
+// them taken (load only ever adds, and a pass of another program in one
+// of them must not make the tree look fast); a no stands, but for one
+// that only the build's time makes (its passes alone would be taken):
+// the build is then timed again, the lesser of the two taken. 0, 0 when
+// pts are too few to tell. It costs a build of the sample's tree (a
+// sixteenth of the whole one; two for a no the build makes), a
+// sixty-fourth of a Lloyd pass and r/16 of one (r the first result) per
 // try of the tree.
 func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, build float64) {
 	n, dim := pts.Len(), pts.Dim
@@ -1285,24 +1320,29 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, b
 	if sub.Weights != nil {
 		quarter.Weights = sub.Weights[:q]
 	}
+	// the session's build is given its points' bounds (pointSummary)
+	lo, _ := sub.Bounds()
+	origin := originAt(lo)
 	var tree *treeSession
-	tb := math.Inf(1)
-	for range 2 { // the sample's build is short: the lesser of two
+	defer func() { tree.Close() }()
+	// timeBuild builds the sample's tree and returns the whole tree's
+	// build time, per sample's worth of points: a build costs about
+	// n·depth.
+	timeBuild := func() float64 {
+		if tree != nil {
+			tree.Close()
+		}
 		t0 := time.Now()
-		tree = newTreeSession(sub, 1)
-		tb = math.Min(tb, time.Since(t0).Seconds())
+		tree = newTreeSessionShaped(sub, origin, 1, nil)
+		return time.Since(t0).Seconds() * treeDepth(float64(n)) / treeDepth(float64(m))
 	}
-	defer tree.Close()
+	tb, retimed := timeBuild(), false
 	ls, err := CPU.Open(quarter, SessionOptions{Algorithm: Lloyd, MaxK: k, Workers: 1})
 	if err != nil {
 		return 0, 0
 	}
 	defer ls.Close()
 	lloyd := ls.(*cpuSession)
-	// The whole tree's build, per sample's worth of points: a build costs
-	// about n·depth.
-	depth := func(n int) float64 { return math.Max(1, math.Log2(float64(n)/leafSize)) }
-	tb *= depth(n) / depth(m)
 	var st Stats
 	tt, tl := math.Inf(1), math.Inf(1)
 	for try := 0; try < 3; try++ {
@@ -1312,11 +1352,13 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, b
 			return 0, 0
 		}
 		tl = math.Min(tl, time.Since(t0).Seconds()*float64(m)/float64(q))
-		if try == 0 && tb > treeRepayPasses*tl && treeProbeClock == nil {
-			return math.Inf(1), tb / tl // the build alone costs too much
-		}
-		if try > 0 && !take(tt/tl, tb/tl) {
-			break // no: a second try would only confirm it
+		if try == 0 && !take(0, tb/tl) && treeProbeClock == nil {
+			if !retimed {
+				tb, retimed = math.Min(tb, timeBuild()), true
+			}
+			if !take(0, tb/tl) {
+				return math.Inf(1), tb / tl // the build alone costs too much
+			}
 		}
 		tree.valid = false
 		t0 = time.Now()
@@ -1324,6 +1366,17 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, b
 			return 0, 0
 		}
 		tt = math.Min(tt, time.Since(t0).Seconds())
+		if take(tt/tl, tb/tl) {
+			continue // yes: confirmed by another try
+		}
+		if !retimed && take(tt/tl, 0) {
+			// a no of the build's time alone, which was taken once
+			tb, retimed = math.Min(tb, timeBuild()), true
+			if take(tt/tl, tb/tl) {
+				continue
+			}
+		}
+		break // no: another try would only confirm it
 	}
 	if treeProbeClock != nil {
 		tt, tb, tl = treeProbeClock(tt, tb, tl)
@@ -1350,7 +1403,8 @@ var treeProbeClock func(tree, build, lloyd float64) (float64, float64, float64)
 // other algorithm.
 type autoSession struct {
 	pts     *Points
-	opt     SessionOptions
+	opt     SessionOptions // with the points' summary, which the sessions it opens take
+	origin  []int64        // the points' least coordinates, which its sessions share
 	workers int
 	update  Update
 	hy      *Hybrid
@@ -1398,6 +1452,8 @@ var autoSchedule func(pass int) Algorithm
 // its wall time give the time the Hybrid sees.
 var autoClock func(a Algorithm, k int, fresh bool, d time.Duration) time.Duration
 
+// newAutoSession returns an Auto session on pts, which opt.summary
+// summarises (CPU.Open's), its passes on workers goroutines.
 func newAutoSession(pts *Points, opt SessionOptions, workers int) (*autoSession, error) {
 	return newAutoSessionOn(pts, opt, workers, nil)
 }
@@ -1415,13 +1471,19 @@ func (s *autoSession) fork(workers int) (*autoSession, error) {
 // newAutoSessionOn is newAutoSession with the kd-tree session tree, if not
 // nil, in place of one it would build.
 func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSession) (*autoSession, error) {
-	s := &autoSession{pts: pts, opt: opt, workers: workers, update: opt.Update, total: pts.TotalWeight(), tree: tree}
+	s := &autoSession{pts: pts, opt: opt, workers: workers, update: opt.Update, total: opt.summary.total, tree: tree,
+		origin: opt.summary.origin()}
 	n, dim := pts.Len(), pts.Dim
 	cands := []Algorithm{Bounds, WuHong, Lloyd, GEMM}
 	var start Algorithm
 	var why string
+	// in a few dimensions beyond colours', a large enough session whose
+	// tree's build is dear on its threads probes the tree first
+	// (autoTreeSureDim, treeStartPasses), as above autoTreeDim
+	probeFew := dim > autoTreeSureDim && !opt.Refining && n >= treeProbeMin &&
+		treeBuildShare(n, max(opt.MaxK, 1))*buildPassScale(n, workers) > treeStartPasses
 	switch {
-	case opt.Update == UpdateAuto && dim <= autoTreeDim:
+	case opt.Update == UpdateAuto && dim <= autoTreeDim && !probeFew:
 		cands = append([]Algorithm{KDTree}, cands...)
 		start = KDTree
 		why = fmt.Sprintf("dimension %d ≤ %d: the kd-tree's filtering assigns whole boxes, far fewer tests than n·k distances; its passes are measured", dim, autoTreeDim)
@@ -1435,15 +1497,10 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 		if opt.Update != UpdateAuto && dim <= autoTreeDim {
 			why = fmt.Sprintf("update %q rules out the kd-tree (it sums whole nodes); ", opt.Update)
 		}
-		// Above autoTreeDim the first pass probes the tree on a sample,
-		// unless its build alone would cost too much.
-		if opt.Update == UpdateAuto && !opt.Refining && n >= treeProbeMin {
-			if b := treeBuildShare(n, max(opt.MaxK, 1)); b <= treeRepayPasses {
-				s.probe = true
-			} else {
-				why += fmt.Sprintf("a kd-tree's build would cost about %.1f Lloyd passes; ", b)
-			}
-		}
+		// Above autoTreeDim, and above autoTreeSureDim (probeFew), the
+		// first pass probes the tree on a sample (after NewHybrid, which
+		// gives the model's choice).
+		s.probe = opt.Update == UpdateAuto && !opt.Refining && n >= treeProbeMin
 	}
 	s.hy = NewHybrid(HybridConfig{
 		Key: CPU.(CostKeyer).CostKey(workers), N: n, Dim: dim,
@@ -1455,7 +1512,9 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 			switch {
 			case to == KDTree:
 				if s.tree == nil {
-					return full // building it: about a pass of n·log n work
+					// building it: about a one-thread Lloyd pass of
+					// n·log n work, which gains less from the threads
+					return full * buildPassScale(n, workers)
 				}
 				return 0 // its passes cost the same fresh or not
 			case from == KDTree && s.ppResumes(to):
@@ -1471,6 +1530,20 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 			return 0
 		},
 	})
+	if s.probe {
+		// Not even free passes would repay a build this dear against the
+		// model's choice, at the most the sample's gaps could price the
+		// bounds (probeTree): no probe.
+		k := max(opt.MaxK, 1)
+		c := s.hy.choiceInLloyd(k)
+		if s.hy.cur == Bounds {
+			c = math.Max(c, s.hy.boundsAtShare(k, boundsShare(0)))
+		}
+		if b := treeBuildShare(n, k) * buildPassScale(n, workers); !takeTree(0, b, c) {
+			s.probe = false
+			s.hy.why[0] += fmt.Sprintf("; a kd-tree's build would cost about %.1f Lloyd passes, more than the model's choice (%.2f) could save in %d", b, c, treeRepayPasses)
+		}
+	}
 	if err := s.use(s.hy.Current()); err != nil {
 		return nil, err
 	}
@@ -1478,57 +1551,92 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 }
 
 // probeTree decides, before the first pass of a session in more than
-// autoTreeDim dimensions, between the kd-tree and the model's choice, by
+// autoTreeDim dimensions (or more than autoTreeSureDim, on treeProbeMin
+// points or more), between the kd-tree and the model's choice, by
 // treeProbe with the pass's centroids. Taken, the tree is built within
 // the pass (its time counts) and measured from then on like any other
 // algorithm; else it is no candidate. Where the model's choice is Bounds
 // and the sample's gaps (sampleGap) say they will search at least
 // boundsFailShare of the centroids (boundsShare), their work is that,
-// not the prior of a settled run. The probe's tree pass, which ran on one
-// thread, is scaled to the session's threads by treeScale against Lloyd's
-// threadScale.
+// not the prior of a settled run.
+//
+// The probe runs on one thread. Its tree pass is taken against Lloyd's as
+// it is, at any number of threads: on the H100 host's 16 cores
+// (bench/README.md, sessions 9 and 10, d = 32, k = 32) the probe's
+// one-thread ratio (0.25–0.31 at σ² = 0.001, 0.73–0.81 at 0.01, 1.1–1.35
+// at 0.05–1) foretold the measured 16-thread one (0.27–0.35, 0.55–0.66,
+// 1.02–1.44), where scaling it by a thread scaling of the tree's own
+// (2·(t/2)^0.5 against Lloyd's 2·(t/2)^0.7, 1.5 times more) priced the
+// tree at 0.38–0.47 for 0.28. (On the 2-core VM the sample's pass is
+// dearer than the whole tree's where clusters are tight: 0.25 for a
+// measured 0.10 at σ² = 0.001, 0.72 for 0.46 at 0.01; as is, the probe
+// errs on the side of the per-point algorithms.) Its build is priced for
+// the session's threads (buildPassScale), which speed it up far less than
+// Lloyd's passes.
 func (s *autoSession) probeTree(centroids []int32) {
 	s.probe = false
 	h := s.hy
 	// the model's choice against Lloyd, steady, in passes
 	k := len(centroids) / s.pts.Dim
-	lloyd := h.Predict(Lloyd, k, float64(k))
-	c := h.Predict(h.cur, k, movedWork(h.cur, k, steadyMoved)) / lloyd
-	lloydScale, _ := threadScale(s.workers)
-	scale := lloydScale / treeScale(s.workers)
-	if h.cur == Bounds {
-		if g := sampleGap(s.pts, centroids); g > 0 && boundsShare(g) >= boundsFailShare {
-			// The bounds will search much of every point: their price is
-			// what the gaps say, a distance of theirs as dear as Lloyd's
-			// unless this machine's calibration says otherwise (the
-			// defaults' units, another machine's, double it: at σ² = 1,
-			// d = 32 they priced the bounds at 1.4 Lloyd passes where the
-			// 2-core machine measured 0.78).
-			share := boundsShare(g)
-			cb := share
-			if cs := h.consts[Bounds]; cs != nil && cs.Calibrated {
-				cb = h.Predict(Bounds, k, share*float64(k)) / lloyd
-			}
-			c = math.Max(c, cb)
+	c := h.choiceInLloyd(k)
+	build := buildPassScale(s.pts.Len(), s.workers)
+	// Where the bounds will search much of every point, their price is
+	// what the gaps say. The gaps (a scan of a sample, 0.5 ms in 32
+	// dimensions at k = 32 on the 2-core VM) are only measured once a
+	// decision hangs on them: where the tree is refused at the model's
+	// price but would be taken at the most the gaps can say.
+	gapDone := h.cur != Bounds
+	take := func(r, b float64) bool {
+		if takeTree(r, b*build, c) {
+			return true
 		}
+		if gapDone || !takeTree(r, b*build, math.Max(c, h.boundsAtShare(k, boundsShare(0)))) {
+			return false
+		}
+		gapDone = true
+		if g := sampleGap(s.pts, centroids); g > 0 && boundsShare(g) >= boundsFailShare {
+			c = math.Max(c, h.boundsAtShare(k, boundsShare(g)))
+		}
+		return takeTree(r, b*build, c)
 	}
-	take := func(r, b float64) bool { return takeTree(r*scale, b, c) }
 	r, b := treeProbe(s.pts, centroids, take)
-	if take(r, b) {
-		r *= scale
-		h.why = []string{fmt.Sprintf("%s: dimension %d > %d, but a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more (the model's choice %.2f: its first pass within %.2f, or its build repaid within %d passes): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
-			KDTree, s.pts.Dim, autoTreeDim, r, b, c, treeProbeRatio, treeRepayPasses, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
+	if r > 0 && take(r, b) {
+		dims := fmt.Sprintf("dimension %d > %d, but", s.pts.Dim, autoTreeDim)
+		if s.pts.Dim <= autoTreeDim {
+			dims = fmt.Sprintf("dimension %d:", s.pts.Dim)
+		}
+		h.why = []string{fmt.Sprintf("%s: %s a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f: its first pass within %.2f, or its build repaid within %d passes): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
+			KDTree, dims, r, b*build, s.workers, c, treeProbeRatio, treeRepayPasses, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
 		h.cur = KDTree
 		h.cands = append([]Algorithm{KDTree}, h.cands...)
 		return
 	}
-	r *= scale
 	switch {
 	case math.IsInf(r, 1):
-		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f Lloyd passes (> %d)", b, treeRepayPasses)
+		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f Lloyd passes on %d threads, more than the model's choice (%.2f) could save in %d", b*build, s.workers, c, treeRepayPasses)
 	case r > 0:
-		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more (the model's choice %.2f: neither its first pass within %.2f nor its build repaid within %d passes)", r, b, c, treeProbeRatio, treeRepayPasses)
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f: neither its first pass within %.2f nor its build repaid within %d passes)", r, b*build, s.workers, c, treeProbeRatio, treeRepayPasses)
 	}
+}
+
+// boundsAtShare returns the bounds' steady pass at k centroids in Lloyd
+// passes where they search the share of the centroids for every point
+// (boundsShare): a distance of theirs as dear as Lloyd's unless this
+// machine's calibration says otherwise (the defaults' units, another
+// machine's, double it: at σ² = 1, d = 32 they priced the bounds at 1.4
+// Lloyd passes where the 2-core machine measured 0.78).
+func (h *Hybrid) boundsAtShare(k int, share float64) float64 {
+	if cs := h.consts[Bounds]; cs != nil && cs.Calibrated {
+		return h.Predict(Bounds, k, share*float64(k)) / h.Predict(Lloyd, k, float64(k))
+	}
+	return share
+}
+
+// choiceInLloyd returns the modelled steady pass of the model's choice at
+// k centroids in Lloyd passes, with the prior of a settled run's work
+// (steadyMoved).
+func (h *Hybrid) choiceInLloyd(k int) float64 {
+	return h.Predict(h.cur, k, movedWork(h.cur, k, steadyMoved)) / h.Predict(Lloyd, k, float64(k))
 }
 
 // ppResumes says whether a switch into per-point algorithm a finds the
@@ -1549,7 +1657,7 @@ func (s *autoSession) use(a Algorithm) error {
 	if a == KDTree {
 		if s.tree == nil {
 			t := time.Now()
-			s.tree = newTreeSessionShaped(s.pts, s.workers, s.opt.shape)
+			s.tree = newTreeSessionShaped(s.pts, s.origin, s.workers, s.opt.shape)
 			s.setup += time.Since(t)
 		}
 		s.cur, s.curAlgo = s.tree, a
@@ -1557,11 +1665,12 @@ func (s *autoSession) use(a Algorithm) error {
 	}
 	if s.pp == nil {
 		t := time.Now()
-		pp, err := CPU.Open(s.pts, SessionOptions{Algorithm: a, Update: s.autoUpdate(), Workers: s.workers})
+		// the points were validated when the Auto session was opened
+		pp, err := openPerPoint(s.pts, s.origin, SessionOptions{Algorithm: a, Update: s.autoUpdate()}, s.workers)
 		if err != nil {
 			return err
 		}
-		s.pp = pp.(*cpuSession)
+		s.pp = pp
 		s.setup += time.Since(t)
 	}
 	s.pp.setAlgo(a)

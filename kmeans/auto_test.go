@@ -64,20 +64,75 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 		}
 	}
 	// Measured: the build's share of a Lloyd pass falls with k; a probe
-	// where the build alone is too dear does not time the tree's pass.
+	// where the build alone is too dear (here, priced a hundred times
+	// over, as if on a machine where only Lloyd gained from its threads)
+	// does not time the tree's pass.
 	yes := func(r, b float64) bool { return true }
 	r256, b256 := treeProbe(p, randomStart(p, 256, 1), yes)
-	r16, b16 := treeProbe(p, start[:16*16], yes)
+	_, b16 := treeProbe(p, start[:16*16], yes)
 	if !(r256 > 0 && !math.IsInf(r256, 1) && b256 > 0 && b256 < b16/2) {
 		t.Errorf("probe at k = 256: pass %.3f, build %.3f; at k = 16: build %.3f", r256, b256, b16)
 	}
-	if b16 > treeRepayPasses && !math.IsInf(r16, 1) {
-		t.Errorf("probe at k = 16: pass %.3f timed although the build is %.3f", r16, b16)
+	dear := func(r, b float64) bool { return takeTree(r, 100*b, 0.3) }
+	if r, b := treeProbe(p, start[:16*16], dear); !math.IsInf(r, 1) || b <= 0 {
+		t.Errorf("probe at k = 16, its build priced 100 times over: pass %.3f timed, build %.3f", r, b)
 	}
 	// Too few points: no probe, no kd-tree.
 	small := Synthetic(treeProbeMin/2, 16, 16, 0.001, 3)
 	if r, b := treeProbe(small, randomStart(small, 16, 1), yes); r != 0 || b != 0 {
 		t.Errorf("probe of %d points: %g, %g", small.Len(), r, b)
+	}
+}
+
+// TestAutoProbesTreeInFewDims: in 3 dimensions (colours) Auto starts on
+// the kd-tree without a probe; in 4 to autoTreeDim it does so too where
+// the tree's build costs about a Lloyd pass (2 threads), and probes it
+// first where the build costs more than treeStartPasses of its Lloyd
+// passes (16 threads) on treeProbeMin points or more, taking it on the
+// probe's word (injected: passes at 0.05 of Lloyd's and a build of half a
+// one-thread pass, taken; passes at 1.2, not); below treeProbeMin it
+// starts on it without a probe. The result is Lloyd's every time.
+func TestAutoProbesTreeInFewDims(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	defer func() { treeProbeClock = nil }()
+	for _, tc := range []struct {
+		n, dim, workers int
+		pass            float64
+		probes          int
+		treeFirst       bool
+		whyPattern      string
+	}{
+		{30000, 3, 16, 0.05, 0, true, "kdtree: dimension 3 ≤ 8"},
+		{30000, 8, 2, 1.2, 0, true, "kdtree: dimension 8 ≤ 8"},
+		{30000, 8, 16, 0.05, 1, true, "kdtree: dimension 8: a kd-tree pass over a sample took 0.05"},
+		{30000, 8, 16, 1.2, 1, false, "a kd-tree pass over a sample took 1.20"},
+		{treeProbeMin / 2, 8, 16, 1.2, 0, true, "kdtree: dimension 8 ≤ 8"},
+	} {
+		p := Synthetic(tc.n, tc.dim, 16, 0.01, 2)
+		start := randomStart(p, 16, 1)
+		want, err := Run(context.Background(), p, Config{K: 16, Init: InitGiven, Centroids: start, MaxIter: 5, Tol: -1, Workers: tc.workers, Algorithm: Lloyd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probes := 0
+		treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
+			probes++
+			return tc.pass * lloyd, 0.5 * lloyd, lloyd
+		}
+		m, err := Run(context.Background(), p, Config{K: 16, Init: InitGiven, Centroids: start, MaxIter: 5, Tol: -1, Workers: tc.workers, Algorithm: Auto}, nil)
+		treeProbeClock = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if probes != tc.probes {
+			t.Errorf("n = %d, d = %d, %d threads: %d probes, want %d", tc.n, tc.dim, tc.workers, probes, tc.probes)
+		}
+		if got := strings.HasPrefix(m.Why, "kdtree: "); got != tc.treeFirst || !strings.Contains(m.Why, tc.whyPattern) {
+			t.Errorf("n = %d, d = %d, %d threads, pass %.2f: %s", tc.n, tc.dim, tc.workers, tc.pass, m.Why)
+		}
+		if d := sameModel(m, want); d != "" {
+			t.Errorf("n = %d, d = %d, %d threads: %s", tc.n, tc.dim, tc.workers, d)
+		}
 	}
 }
 
@@ -92,7 +147,8 @@ func TestTakeTree(t *testing.T) {
 		{0.1, 1.7, 0.25, true},  // repaid after 11.3 passes of 0.15 saved
 		{0.1, 1.9, 0.25, false}, // repaid only after 12.7 passes
 		{0.3, 0.3, 0.25, false}, // passes dearer than the choice's
-		{0, 0, 1, false},        // no probe
+		{0, 1.7, 0.15, true},    // free passes repay it after 11.3
+		{0, 1.9, 0.15, false},   // not even free passes repay it within 12
 	} {
 		if got := takeTree(tc.r, tc.b, tc.c); got != tc.take {
 			t.Errorf("takeTree(%g, %g, %g) = %v", tc.r, tc.b, tc.c, got)
@@ -472,18 +528,121 @@ func TestHybridWaitsForPruningToSettle(t *testing.T) {
 	}
 }
 
-// TestTreeScale: the kd-tree's thread scaling equals the per-point
-// passes' up to 2 threads and falls short of it beyond (8^0.2 at 16
-// threads).
-func TestTreeScale(t *testing.T) {
-	for _, th := range []int{0, 1, 2} {
-		if l, _ := threadScale(th); treeScale(th) != l {
-			t.Errorf("%d threads: treeScale %v, threadScale %v", th, treeScale(th), l)
+// TestBuildSpeedup: the kd-tree's build gains from threads only what
+// buildParallel shares out: nothing below parallelBuildMin points, for
+// 30 000 points two halves after one serial split (1.8 times, on 2
+// threads as on 16), more for a million points on 16 threads but far
+// from 16; so a build costs a 16-thread session several times the Lloyd
+// passes it costs a one-thread one (buildPassScale).
+func TestBuildSpeedup(t *testing.T) {
+	for _, n := range []int{1000, parallelBuildMin - 1, 30000, 1 << 20} {
+		if s := buildSpeedup(n, 1); s != 1 {
+			t.Errorf("n = %d, one thread: speed-up %v", n, s)
+		}
+		if s := buildPassScale(n, 1); s != 1 {
+			t.Errorf("n = %d, one thread: build scale %v", n, s)
 		}
 	}
-	l, _ := threadScale(16)
-	if r := l / treeScale(16); math.Abs(r-math.Pow(8, 0.2)) > 1e-9 {
-		t.Errorf("16 threads: Lloyd scales %.3f times as well as the tree, want 8^0.2", r)
+	if s := buildSpeedup(parallelBuildMin-1, 16); s != 1 {
+		t.Errorf("%d points on 16 threads: speed-up %v, want 1", parallelBuildMin-1, s)
+	}
+	s2, s16 := buildSpeedup(30000, 2), buildSpeedup(30000, 16)
+	if s2 != s16 || s2 < 1.7 || s2 > 1.9 {
+		t.Errorf("30 000 points: speed-up %v on 2 threads, %v on 16, want both about 1.8", s2, s16)
+	}
+	if m2, m16 := buildSpeedup(1<<20, 2), buildSpeedup(1<<20, 16); !(m16 > 2*m2 && m16 < 8) {
+		t.Errorf("2²⁰ points: speed-up %v on 2 threads, %v on 16", m2, m16)
+	}
+	if b2, b16 := buildPassScale(30000, 2), buildPassScale(30000, 16); !(b2 > 1 && b2 < 1.2 && b16 > 4) {
+		t.Errorf("30 000 points: a build's Lloyd passes scaled %v on 2 threads, %v on 16", b2, b16)
+	}
+}
+
+// TestAutoTreeBuildPricedForThreads: the probe's build, measured on one
+// thread against a one-thread Lloyd pass, is priced in Lloyd passes of the
+// session's threads. Injected: the tree's passes at 0.05 of Lloyd's and its
+// build at one Lloyd pass, both on one thread. A one-thread session takes
+// the tree (its build repaid within a few passes); a 16-thread one, where
+// the build of these 8192 points gains nothing from the threads while
+// Lloyd's passes run 8.6 times as fast, does not: the build is not repaid
+// within treeRepayPasses. The result is Lloyd's either way.
+func TestAutoTreeBuildPricedForThreads(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	p := Synthetic(treeProbeMin, 16, 64, 0.0005, 3)
+	const k = 128
+	start := randomStart(p, k, 1)
+	want, err := Run(context.Background(), p, Config{K: k, Init: InitGiven, Centroids: start, MaxIter: 6, Tol: -1, Workers: 1, Algorithm: Lloyd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { treeProbeClock = nil }()
+	for _, tc := range []struct {
+		workers int
+		tree    bool
+	}{{1, true}, {16, false}} {
+		probes := 0
+		treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
+			probes++
+			return 0.05 * lloyd, lloyd, lloyd
+		}
+		m, err := Run(context.Background(), p, Config{K: k, Init: InitGiven, Centroids: start, MaxIter: 6, Tol: -1, Workers: tc.workers, Algorithm: Auto}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if probes != 1 {
+			t.Errorf("%d threads: %d probes", tc.workers, probes)
+		}
+		if got := strings.HasPrefix(m.Why, "kdtree: dimension 16 > 8"); got != tc.tree {
+			t.Errorf("%d threads: %s", tc.workers, m.Why)
+		}
+		if !tc.tree && !strings.Contains(m.Why, fmt.Sprintf("its build %.2f more on 16 threads", buildPassScale(p.Len(), 16))) {
+			t.Errorf("16 threads: the build not priced for them: %s", m.Why)
+		}
+		if d := sameModel(m, want); d != "" {
+			t.Errorf("%d threads: %s", tc.workers, d)
+		}
+	}
+}
+
+// TestAutoTreeAgainstGapPricedBounds: where the sample's gaps say that
+// the bounds will search much of every point, the tree is weighed against
+// the bounds at that price, not the prior's. Injected: the tree's passes
+// at half a Lloyd pass, its build at half a pass more, dearer than the
+// bounds' modelled 0.4 Lloyd passes, cheaper than the 0.7 that the gaps of
+// overlapping clusters (σ² = 1) price them at. On tight clusters (σ² =
+// 0.001) the gaps leave the bounds cheap and the tree is not taken; on
+// overlapping ones it is (the gaps are scanned once the decision hangs on
+// them). The result is Lloyd's either way.
+func TestAutoTreeAgainstGapPricedBounds(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	defer func() { treeProbeClock = nil }()
+	for _, tc := range []struct {
+		sigma2 float64
+		tree   bool
+	}{{0.001, false}, {1, true}} {
+		p := Synthetic(treeProbeMin, 32, 32, tc.sigma2, 5)
+		start := randomStart(p, 32, 1)
+		if share := boundsShare(sampleGap(p, start)); (share >= boundsFailShare) != tc.tree {
+			t.Fatalf("σ² = %g: the gaps price the bounds at %.2f of the centroids", tc.sigma2, share)
+		}
+		want, err := Run(context.Background(), p, Config{K: 32, Init: InitGiven, Centroids: start, MaxIter: 4, Tol: -1, Workers: 1, Algorithm: Lloyd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
+			return 0.5 * lloyd, 0.5 * lloyd, lloyd
+		}
+		m, err := Run(context.Background(), p, Config{K: 32, Init: InitGiven, Centroids: start, MaxIter: 4, Tol: -1, Workers: 1, Algorithm: Auto}, nil)
+		treeProbeClock = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.HasPrefix(m.Why, "kdtree: dimension 32 > 8"); got != tc.tree {
+			t.Errorf("σ² = %g: %s", tc.sigma2, m.Why)
+		}
+		if d := sameModel(m, want); d != "" {
+			t.Errorf("σ² = %g: %s", tc.sigma2, d)
+		}
 	}
 }
 

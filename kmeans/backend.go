@@ -52,6 +52,10 @@ type SessionOptions struct {
 	// shape, if not nil, is reduceKD's shape of the points: the CPU's
 	// kd-tree is built along it.
 	shape *kdShape
+	// summary, if it summarises the points opened on, says that Run
+	// validated them: the CPU's Open takes their box and total weight
+	// from it rather than pass over them again.
+	summary *pointSummary
 }
 
 // A Session holds points resident between iterations.

@@ -19,10 +19,14 @@ type cpuBackend struct{}
 
 func (cpuBackend) Name() string { return "cpu" }
 
+// Open validates pts, unless opt carries Run's summary of them, and opens
+// a session of opt's algorithm on them.
 func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
-	if err := pts.Validate(); err != nil {
+	sum, err := summaryFor(pts, opt.summary)
+	if err != nil {
 		return nil, err
 	}
+	opt.summary = sum
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -35,8 +39,16 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 		if opt.Update != UpdateAuto {
 			return nil, fmt.Errorf("kmeans: the kd-tree sums whole nodes; update strategy %q applies to the per-point algorithms", opt.Update)
 		}
-		return newTreeSessionShaped(pts, workers, opt.shape), nil
+		return newTreeSessionShaped(pts, sum.origin(), workers, opt.shape), nil
 	}
+	return openPerPoint(pts, sum.origin(), opt, workers)
+}
+
+// openPerPoint opens a session of a per-point algorithm (opt.Algorithm) on
+// pts, valid points whose least coordinates are origin (pointSummary), on
+// workers goroutines.
+func openPerPoint(pts *Points, origin []int64, opt SessionOptions, workers int) (*cpuSession, error) {
+	algo := opt.Algorithm
 	switch algo {
 	case Lloyd, Bounds, WuHong, GEMM:
 	default:
@@ -57,11 +69,7 @@ func (cpuBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 		workers: workers,
 		algo:    algo,
 		update:  update,
-	}
-	lo, _ := pts.Bounds()
-	s.origin = make([]int64, s.dim)
-	for j, v := range lo {
-		s.origin[j] = int64(v)
+		origin:  origin,
 	}
 	s.labels = mem.Make[int32](s.n)
 	if algo == Bounds {
@@ -298,7 +306,7 @@ func (s *cpuSession) Profile(ctx context.Context, inertia, utility []uint64) err
 	}
 	if s.dim <= maxTreeDim {
 		if s.tree == nil {
-			s.tree = newTreeSession(s.pts, s.workers)
+			s.tree = newTreeSessionShaped(s.pts, s.origin, s.workers, nil)
 		}
 		return s.tree.profile(ctx, s.prev, inertia, utility)
 	}

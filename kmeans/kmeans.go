@@ -153,34 +153,36 @@ func nearest(centroids []int32, dim int, x []int32) int {
 // ErrNoPoints is returned by Run for a point set with no positive weight.
 var ErrNoPoints = errors.New("kmeans: no points with positive weight")
 
-func (cfg *Config) check(pts *Points) error {
-	if err := pts.validate(append(cfg.Fixed[:len(cfg.Fixed):len(cfg.Fixed)], cfg.Centroids...)); err != nil {
-		return err
-	}
-	if cfg.K < 1 {
-		return fmt.Errorf("kmeans: K = %d, want ≥ 1", cfg.K)
+// check validates cfg and pts, and returns the points' summary.
+func (cfg *Config) check(pts *Points) (*pointSummary, error) {
+	sum, err := pts.summarize(append(cfg.Fixed[:len(cfg.Fixed):len(cfg.Fixed)], cfg.Centroids...))
+	if err != nil {
+		return nil, err
 	}
 	d := pts.Dim
+	if cfg.K < 1 {
+		return nil, fmt.Errorf("kmeans: K = %d, want ≥ 1", cfg.K)
+	}
 	if len(cfg.Fixed)%d != 0 {
-		return fmt.Errorf("kmeans: %d fixed coordinates is not a multiple of dimension %d", len(cfg.Fixed), d)
+		return nil, fmt.Errorf("kmeans: %d fixed coordinates is not a multiple of dimension %d", len(cfg.Fixed), d)
 	}
 	if len(cfg.Fixed)/d > cfg.K {
-		return fmt.Errorf("kmeans: %d fixed centroids for K = %d", len(cfg.Fixed)/d, cfg.K)
+		return nil, fmt.Errorf("kmeans: %d fixed centroids for K = %d", len(cfg.Fixed)/d, cfg.K)
 	}
 	switch cfg.Init {
 	case "", InitKMeansPP, InitRandom:
 	case InitGiven:
 		if len(cfg.Centroids) != cfg.K*d {
-			return fmt.Errorf("kmeans: %d given coordinates, want K·Dim = %d", len(cfg.Centroids), cfg.K*d)
+			return nil, fmt.Errorf("kmeans: %d given coordinates, want K·Dim = %d", len(cfg.Centroids), cfg.K*d)
 		}
 	default:
-		return fmt.Errorf("kmeans: unknown init %q", cfg.Init)
+		return nil, fmt.Errorf("kmeans: unknown init %q", cfg.Init)
 	}
 	if cfg.MaxIter < 0 || cfg.Starts < 0 || cfg.Trials < 0 || cfg.Workers < 0 {
-		return errors.New("kmeans: negative MaxIter, Starts, Trials or Workers")
+		return nil, errors.New("kmeans: negative MaxIter, Starts, Trials or Workers")
 	}
 	if math.IsNaN(cfg.Tol) {
-		return errors.New("kmeans: Tol is NaN")
+		return nil, errors.New("kmeans: Tol is NaN")
 	}
-	return nil
+	return sum, nil
 }

@@ -634,6 +634,46 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
+// TestOpenTrustsOnlyItsPointsSummary: CPU.Open takes its points' box and
+// total weight from the summary Run hands it (SessionOptions.summary) only
+// when the summary is of those points: given another set's, it validates
+// its own, and out-of-range points fail as without one; given its own, the
+// session labels and sums as one that validated them.
+func TestOpenTrustsOnlyItsPointsSummary(t *testing.T) {
+	huge := &Points{Dim: 1, Coords: []int32{-1 << 30, 1 << 30}}
+	p := randomPoints(4, 5000, 3, 2040)
+	sum, err := p.summarize(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []Algorithm{Auto, Bounds, KDTree} {
+		if _, err := CPU.Open(huge, SessionOptions{Algorithm: a, summary: sum}); !errors.Is(err, ErrRange) {
+			t.Errorf("%s, another set's summary: err = %v", a, err)
+		}
+	}
+	cent := slices.Clone(p.Coords[:8*3])
+	for _, a := range []Algorithm{Auto, Bounds, KDTree} {
+		var want, got Stats
+		for i, opt := range []SessionOptions{{Algorithm: a}, {Algorithm: a, summary: sum}} {
+			s, err := CPU.Open(p, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := &want
+			if i == 1 {
+				st = &got
+			}
+			if err := s.Assign(context.Background(), cent, st); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+		}
+		if got.Inertia != want.Inertia || !slices.Equal(got.Counts, want.Counts) || !slices.Equal(got.Sums, want.Sums) {
+			t.Errorf("%s: with the summary %+v, without %+v", a, got, want)
+		}
+	}
+}
+
 func TestProfileMatchesHost(t *testing.T) {
 	for _, tc := range []struct {
 		seed uint64

@@ -117,8 +117,9 @@ func TestReduceKDWorkersAndShape(t *testing.T) {
 			t.Fatalf("%d workers: other shape", workers)
 		}
 	}
+	lo, _ := p.Bounds()
 	for _, workers := range []int{1, 2} {
-		plain, shaped := newTreeSession(p, workers), newTreeSessionShaped(p, workers, shape)
+		plain, shaped := newTreeSession(p, workers), newTreeSessionShaped(p, originAt(lo), workers, shape)
 		if len(shaped.nodes) >= len(plain.nodes)*2 {
 			t.Fatalf("%d nodes along the shape, %d without", len(shaped.nodes), len(plain.nodes))
 		}

@@ -21,18 +21,20 @@ import (
 // go test -trace and go tool trace.
 // Run stops early with ctx's error when ctx is done.
 func Run(ctx context.Context, pts *Points, cfg Config, onIteration func(Iteration)) (*Model, error) {
-	if err := cfg.check(pts); err != nil {
+	sum, err := cfg.check(pts)
+	if err != nil {
 		return nil, err
 	}
-	if pts.TotalWeight() == 0 {
+	if sum.total == 0 {
 		return nil, ErrNoPoints
 	}
-	r := runner{pts: pts, cfg: cfg, onIter: onIteration}
+	r := runner{pts: pts, sum: sum, cfg: cfg, onIter: onIteration}
 	return r.run(ctx)
 }
 
 type runner struct {
 	pts    *Points
+	sum    *pointSummary // pts validated: the sessions opened on them trust it
 	cfg    Config
 	onIter func(Iteration)
 	st     Stats
@@ -272,7 +274,7 @@ func (r *runner) open(pts *Points, coarse, refining bool) (stage, error) {
 	if cr, ok := be.(CoarseRunner); coarse && (!ok || !cr.RunsCoarse(pts.Len(), cfg.K, pts.Dim)) {
 		be = CPU
 	}
-	opt := r.sessionOptions(coarse, refining, cfg.Workers)
+	opt := r.sessionOptions(pts, coarse, refining, cfg.Workers)
 	if refining {
 		opt.shape = r.shape
 	}
@@ -283,14 +285,20 @@ func (r *runner) open(pts *Points, coarse, refining bool) (stage, error) {
 	return stage{pts: pts, sess: sess, backend: be, coarse: coarse}, nil
 }
 
-// sessionOptions are the options of the run's sessions: on the reduced
-// set (coarse) or on all points, refining the reduced set's answer or not.
-func (r *runner) sessionOptions(coarse, refining bool, workers int) SessionOptions {
+// sessionOptions are the options of the run's sessions on pts: on the
+// reduced set (coarse) or on all points, refining the reduced set's answer
+// or not. On the run's own points they carry Run's summary of them, so
+// that Open does not validate them again.
+func (r *runner) sessionOptions(pts *Points, coarse, refining bool, workers int) SessionOptions {
 	cfg := &r.cfg
-	return SessionOptions{
+	opt := SessionOptions{
 		MaxK: cfg.K + max(cfg.Breathe, DefaultBreathe), Algorithm: cfg.Algorithm, Update: cfg.Update, Workers: workers,
 		Refining: refining, OneRun: !coarse && (refining || cfg.Init == InitGiven),
 	}
+	if pts == r.pts {
+		opt.summary = r.sum
+	}
+	return opt
 }
 
 // seeder returns the runner's seeder on pts, made on first use.
@@ -427,11 +435,11 @@ func (r *runner) startsAll(ctx context.Context, sg stage, starts int) ([]*Model,
 		}
 	}()
 	for l := range ls {
-		sess, err := fork(sg.sess, sg.pts, r.sessionOptions(sg.coarse, false, 1))
+		sess, err := fork(sg.sess, sg.pts, r.sessionOptions(sg.pts, sg.coarse, false, 1))
 		if err != nil {
 			return nil, nil, err
 		}
-		sub := &runner{pts: r.pts, cfg: r.cfg, sd: &seeder{pts: sg.pts, workers: 1}}
+		sub := &runner{pts: r.pts, sum: r.sum, cfg: r.cfg, sd: &seeder{pts: sg.pts, workers: 1}}
 		sub.cfg.Workers = 1
 		if pp != nil {
 			sub.sd.pp = pp.fork()

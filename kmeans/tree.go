@@ -106,8 +106,11 @@ type treeNode struct {
 // points they would spare), 64 no better, 4 slower by 10–20 %.
 const leafSize = 32
 
+// newTreeSession returns a kd-tree session over valid points pts, its
+// passes on workers goroutines.
 func newTreeSession(pts *Points, workers int) *treeSession {
-	return newTreeSessionShaped(pts, workers, nil)
+	lo, _ := pts.Bounds()
+	return newTreeSessionShaped(pts, originAt(lo), workers, nil)
 }
 
 // newTreeSessionShaped is newTreeSession with the top of the tree, if
@@ -117,25 +120,17 @@ func newTreeSession(pts *Points, workers int) *treeSession {
 // the build of the full points' tree takes 0.15–0.3 of the time, and the
 // refining passes, few, take no longer. Over the reduced set, where the
 // passes are many, its tree of median splits of tight boxes is the
-// faster.)
-func newTreeSessionShaped(pts *Points, workers int, shape *kdShape) *treeSession {
+// faster.) origin holds the points' least coordinates (pointSummary's
+// origin); the session keeps it.
+func newTreeSessionShaped(pts *Points, origin []int64, workers int, shape *kdShape) *treeSession {
 	n, dim := pts.Len(), pts.Dim
-	t := &treeSession{pts: pts, dim: dim, n: n, workers: workers}
-	lo, _ := pts.Bounds()
-	t.origin = make([]int64, dim)
-	for j, v := range lo {
-		t.origin[j] = int64(v)
-	}
+	t := &treeSession{pts: pts, dim: dim, n: n, workers: workers, origin: origin}
 	b := newKDBuilder(pts, t.origin)
 	if shape != nil && len(shape.nodes) > 0 && len(shape.perm) == n {
 		copy(b.perm, shape.perm)
 		b.buildShaped(shape.nodes, 0, 0, int32(n))
 	} else {
-		levels := 0
-		for 1<<levels < workers {
-			levels++
-		}
-		b.buildParallel(0, int32(n), levels)
+		b.buildParallel(0, int32(n), buildLevels(workers))
 	}
 	t.nodes, t.lo, t.hi, t.sums, t.perm = b.nodes, b.lo, b.hi, b.sums, b.perm
 	t.xs = mem.Make[int32](n * dim)
@@ -185,10 +180,9 @@ type kdBuilder struct {
 }
 
 // buildParallel is build, with the subtrees of the first levels built by
-// goroutines of their own, down to parts of 2¹⁴ points (the reduced set's
-// 32768 halves: 1–2 ms sooner on 2 threads).
+// goroutines of their own, down to parts of parallelBuildMin points.
 func (b *kdBuilder) buildParallel(first, last int32, levels int) int32 {
-	if levels == 0 || last-first < 1<<14 {
+	if levels == 0 || last-first < parallelBuildMin {
 		return b.build(first, last)
 	}
 	id, mid, split := b.node(first, last)
@@ -206,6 +200,48 @@ func (b *kdBuilder) buildParallel(first, last int32, levels int) int32 {
 	r := b.adopt(sub[1])
 	b.join(id, l, r)
 	return id
+}
+
+// parallelBuildMin is the fewest points of a part whose halves
+// buildParallel builds on goroutines of their own: 2¹⁴, so that the
+// reduced set's 32768 points are split once (1–2 ms sooner on 2 threads).
+const parallelBuildMin = 1 << 14
+
+// buildLevels returns the levels of the tree whose halves buildParallel
+// builds on goroutines of their own for workers goroutines: enough to give
+// each of them a part.
+func buildLevels(workers int) int {
+	levels := 0
+	for 1<<levels < workers {
+		levels++
+	}
+	return levels
+}
+
+// treeDepth returns the levels of a kd-tree over n points, about
+// log₂(n/leafSize): a build passes over every point at each of them.
+func treeDepth(n float64) float64 { return math.Max(1, math.Log2(n/leafSize)) }
+
+// buildSpeedup returns how many times faster the kd-tree of n points is
+// built on workers goroutines than on one, as buildParallel shares the
+// build out. Each level of the tree passes over every point (the boxes,
+// the median splits), so the build's work is about n·treeDepth(n) on any
+// number of goroutines; but a part is only handed to two goroutines once
+// its own goroutine has split it, and only while it has parallelBuildMin
+// points or more, so the longest chain of work is the splits of the parts
+// above, each over all of its points, and then the serial build of one of
+// the smallest parts. For 30 000 points that is one split of all and two
+// halves built side by side, 1.8 times faster than one goroutine however
+// many there are (on the 2-core VM of bench/README.md: 16.4 ms on one
+// thread, 9.0 on two, in 32 dimensions).
+func buildSpeedup(n, workers int) float64 {
+	m, chain := float64(n), 0.0
+	for levels := buildLevels(workers); levels > 0 && m >= parallelBuildMin; levels-- {
+		chain += m
+		m /= 2
+	}
+	chain += m * treeDepth(m)
+	return math.Min(float64(n)*treeDepth(float64(n))/chain, float64(max(workers, 1)))
 }
 
 // buildShaped builds the subtree of tree positions [first, last) along
@@ -339,15 +375,40 @@ func (b *kdBuilder) join(id, l, r int32) {
 	}
 }
 
-// box sets lo and hi to the bounding box of the points in part.
+// box sets lo and hi to the bounding box of the points in part. It is
+// much of a kd-tree's build (every level passes over every point), so it
+// keeps three dimensions in registers and, in others, writes a side only
+// where a point lies outside it, as widen does (on the 2-core VM of
+// bench/README.md, the one-thread build of 30 000 points took 2.3 ms in
+// 3 dimensions against 3.0 with min and max on every side, 5.2 in 8
+// against 5.6).
 func box(pts *Points, part []int32, lo, hi []int32) {
+	dim := pts.Dim
+	lo, hi = lo[:dim:dim], hi[:dim:dim]
 	for j := range lo {
 		lo[j], hi[j] = math.MaxInt32, math.MinInt32
 	}
+	c := pts.Coords
+	if dim == 3 {
+		l0, l1, l2, h0, h1, h2 := lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]
+		for _, i := range part {
+			x := c[3*int(i) : 3*int(i)+3 : 3*int(i)+3]
+			l0, h0 = min(l0, x[0]), max(h0, x[0])
+			l1, h1 = min(l1, x[1]), max(h1, x[1])
+			l2, h2 = min(l2, x[2]), max(h2, x[2])
+		}
+		lo[0], lo[1], lo[2], hi[0], hi[1], hi[2] = l0, l1, l2, h0, h1, h2
+		return
+	}
 	for _, i := range part {
-		for j, v := range pts.At(int(i)) {
-			lo[j] = min(lo[j], v)
-			hi[j] = max(hi[j], v)
+		x := c[int(i)*dim : int(i)*dim+dim : int(i)*dim+dim]
+		for j, v := range x {
+			if v < lo[j] {
+				lo[j] = v
+			}
+			if v > hi[j] {
+				hi[j] = v
+			}
 		}
 	}
 }
