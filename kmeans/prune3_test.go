@@ -107,9 +107,10 @@ func TestPrune3MatchesGeneric(t *testing.T) {
 // sums as the tree of its own median splits, pass after pass.
 func TestReduceKDWorkersAndShape(t *testing.T) {
 	p := randomPoints(31, 40000, 3, 2040)
-	want, shape := reduceKD(p, 4096, 1)
+	plo, phi := p.Bounds()
+	want, shape := reduceKD(p, plo, phi, 4096, 1)
 	for _, workers := range []int{2, 3, 8} {
-		got, sh := reduceKD(p, 4096, workers)
+		got, sh := reduceKD(p, plo, phi, 4096, workers)
 		if !slices.Equal(got.Coords, want.Coords) || !slices.Equal(got.Weights, want.Weights) {
 			t.Fatalf("%d workers: other parts", workers)
 		}
@@ -117,9 +118,8 @@ func TestReduceKDWorkersAndShape(t *testing.T) {
 			t.Fatalf("%d workers: other shape", workers)
 		}
 	}
-	lo, _ := p.Bounds()
 	for _, workers := range []int{1, 2} {
-		plain, shaped := newTreeSession(p, workers), newTreeSessionShaped(p, originAt(lo), workers, shape)
+		plain, shaped := newTreeSessionShaped(p, originAt(plo), workers, nil), newTreeSessionShaped(p, originAt(plo), workers, shape)
 		if len(shaped.nodes) >= len(plain.nodes)*2 {
 			t.Fatalf("%d nodes along the shape, %d without", len(shaped.nodes), len(plain.nodes))
 		}
@@ -154,11 +154,12 @@ func TestReduceKDWorkersAndShape(t *testing.T) {
 // them: ascending), where they are found.
 func BenchmarkReduceKD(b *testing.B) {
 	p := randomPoints(7, 232000, 3, 2040)
+	plo, phi := p.Bounds()
 	for _, w := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
-				if red, _ := reduceKD(p, DefaultCoarse, w); red == nil {
+				if red, _ := reduceKD(p, plo, phi, DefaultCoarse, w); red == nil {
 					b.Fatal("no reduced set")
 				}
 			}
@@ -170,11 +171,12 @@ func BenchmarkReduceKD(b *testing.B) {
 			b.Log(err)
 			continue
 		}
+		plo, phi := p.Bounds()
 		for _, w := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/workers=%d", name, w), func(b *testing.B) {
 				b.ReportAllocs()
 				for range b.N {
-					if red, _ := reduceKD(p, DefaultCoarse, w); red == nil {
+					if red, _ := reduceKD(p, plo, phi, DefaultCoarse, w); red == nil {
 						b.Fatal("no reduced set")
 					}
 				}
@@ -311,8 +313,9 @@ func TestReduceKDMatchesReference(t *testing.T) {
 	for _, c := range in {
 		key := fmt.Sprintf("%s, target %d", c.name, c.target)
 		var want string
+		clo, chi := c.p.Bounds()
 		for _, workers := range []int{1, 2, 3, 4, 8} {
-			got := reductionHash(reduceKD(c.p, c.target, workers))
+			got := reductionHash(reduceKD(c.p, clo, chi, c.target, workers))
 			if want == "" {
 				want = got
 				lines = append(lines, key+" = "+got)

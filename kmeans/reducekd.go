@@ -18,8 +18,9 @@ import (
 //
 // It also returns the shape of its halvings, along which a kd-tree over
 // the points is built without splitting them again (see
-// kdBuilder.buildShaped).
-func reduceKD(pts *Points, target, workers int) (*Points, *kdShape) {
+// kdBuilder.buildShaped). lo and hi are the points' bounds (Bounds, or
+// Run's pointSummary of them), which it only reads.
+func reduceKD(pts *Points, lo, hi []int32, target, workers int) (*Points, *kdShape) {
 	n, dim := pts.Len(), pts.Dim
 	// the most halvings that leave at most target parts, and no more
 	// than it takes to separate every point
@@ -38,8 +39,7 @@ func reduceKD(pts *Points, target, workers int) (*Points, *kdShape) {
 		levels++
 	}
 	rd := newReducer(pts, depth, keys, parts)
-	blo, bhi := pts.Bounds()
-	rd.splitParallel(idx, 0, 0, blo, bhi, levels)
+	rd.splitParallel(idx, 0, 0, lo, hi, levels)
 	if !rd.ok {
 		return nil, nil
 	}

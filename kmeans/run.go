@@ -99,7 +99,7 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 	early := reduce && cfg.Backend == CPU
 	if early {
 		rg := trace.StartRegion(ctx, "kmeans.reduce")
-		red, r.shape = reduceKD(r.pts, target, r.workers())
+		red, r.shape = reduceKD(r.pts, r.sum.lo, r.sum.hi, target, r.workers())
 		rg.End()
 	}
 	// The full points' session is only needed once the reduced set is
@@ -154,7 +154,7 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		if reduce {
 			if !early {
 				rg := trace.StartRegion(ctx, "kmeans.reduce")
-				red, _ = reduceKD(r.pts, target, r.workers())
+				red, _ = reduceKD(r.pts, r.sum.lo, r.sum.hi, target, r.workers())
 				rg.End()
 			}
 			if red != nil {

@@ -106,14 +106,8 @@ type treeNode struct {
 // points they would spare), 64 no better, 4 slower by 10–20 %.
 const leafSize = 32
 
-// newTreeSession returns a kd-tree session over valid points pts, its
-// passes on workers goroutines.
-func newTreeSession(pts *Points, workers int) *treeSession {
-	lo, _ := pts.Bounds()
-	return newTreeSessionShaped(pts, originAt(lo), workers, nil)
-}
-
-// newTreeSessionShaped is newTreeSession with the top of the tree, if
+// newTreeSessionShaped returns a kd-tree session over valid points pts,
+// its passes on workers goroutines, with the top of the tree, if
 // shape is not nil, made of reduceKD's halvings of pts. Any tree gives the
 // same labels and sums; this one costs no median splits where reduceKD
 // made them already. (Measured on the images of ANCHORS.md, 2 threads:
