@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/trace"
 	"unsafe"
 
 	"github.com/kquant/kquant/kmeans"
@@ -107,7 +108,10 @@ func (s *session) batchKernel(cent []int32) (string, error) {
 // makes all passes after the first, with grid barriers between the update
 // and the pass (stepsLoop); else the two kernels are launched a pass.
 // KQUANT_CUDA_LLOYD=step makes it decline, and =launch launches a pass's
-// kernels, for comparisons.
+// kernels, for comparisons. Its parts are runtime/trace regions:
+// cudakern.batch-first (the first pass's tables and launch),
+// cudakern.batch-launch (the later passes' launch) and cudakern.batch-wait
+// (the device's work to come and the read-back of the records).
 func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]kmeans.LloydStep, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -152,6 +156,8 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 			return err
 		}
 		// the first pass, as Assign's but for the read-back
+		rg := trace.StartRegion(ctx, "cudakern.batch-first")
+		defer func() { rg.End() }()
 		s.force = kernel
 		defer func() { s.force = "" }()
 		flags, _, err := s.passHead(k, fresh)
@@ -182,6 +188,8 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		kp.Flags &^= flagAllMoved | flagFreshAcc // labels and sums carry on
 		defer runtime.KeepAlive(kp)
 		defer runtime.KeepAlive(lp)
+		rg.End()
+		rg = trace.StartRegion(ctx, "cudakern.batch-launch")
 		looped, err := bs.stepsLoop(b, kernel, s.pass.grid, s.pass.smem, kp, lp)
 		if err != nil {
 			return err
@@ -197,6 +205,8 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 				}
 			}
 		}
+		rg.End()
+		rg = trace.StartRegion(ctx, "cudakern.batch-wait")
 		if err := b.dtoh(unsafe.Pointer(&recs[0]), bs.dRec, len(recs)); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,20 @@ import (
 	"github.com/kquant/kquant/imgio"
 	"github.com/kquant/kquant/kmeans"
 )
+
+// startProfile starts a CPU profile written to file path and returns the
+// function that stops it and closes the file.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
 
 // benchArgs asks for `kquant bench` with these arguments.
 type benchArgs struct{ args []string }
@@ -64,6 +79,10 @@ iterations, M = distances per point per iteration (the seeds' M
 and k'), k'/k, warp k'/k (work counting each warp as 32 × its slowest lane,
 GPU), speed-up over lloyd on the same backend and update, and the result
 check. Auto's rows say what it chose.
+
+--cpuprofile FILE writes a CPU profile of the cases' runs (after any
+calibration) for go tool pprof; --algos auto with --repeat narrows it to
+Auto's setup and passes.
 `
 
 type benchConfig struct {
@@ -85,6 +104,7 @@ type benchConfig struct {
 	cal      bool // Auto reads and updates the calibration cache
 	calib    bool // measure and write the calibration first
 	dims     []int
+	profile  string // --cpuprofile: where the CPU profile of the runs goes
 }
 
 func parseBench(args []string) (*benchConfig, error) {
@@ -111,6 +131,7 @@ func parseBench(args []string) (*benchConfig, error) {
 	fs.StringVar(&cal, "calibration", "on", "auto's calibration cache: on (read and update it) or off (the defaults)")
 	fs.BoolVar(&c.calib, "calibrate", false, "measure auto's cost constants on this machine first, print them and write them to the cache")
 	fs.StringVar(&dims, "dims", "", "--calibrate: dimensions, comma-separated (default 3,8,32)")
+	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the runs (not the calibration) to this file (go tool pprof)")
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -403,6 +424,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		fmt.Fprintf(stderr, "kquant bench: %v\n", err)
 		return exitFailed
+	}
+	if c.profile != "" {
+		stop, err := startProfile(c.profile)
+		if err != nil {
+			fmt.Fprintf(stderr, "kquant bench: %v\n", err)
+			return exitFailed
+		}
+		defer stop()
 	}
 	var rows []benchRow
 	for _, cs := range cases {

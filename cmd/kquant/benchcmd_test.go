@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -111,6 +113,39 @@ func TestBenchCalibrationOff(t *testing.T) {
 	}
 	if v := os.Getenv("KQUANT_CALIBRATION"); v != "" {
 		t.Errorf("KQUANT_CALIBRATION left as %q", v)
+	}
+}
+
+// TestBenchCPUProfile: --cpuprofile writes a profile that pprof reads (a
+// gzipped protocol buffer naming the engine's functions); a profile that
+// cannot be created is an error before any run.
+func TestBenchCPUProfile(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	var out, errb bytes.Buffer
+	args := []string{"bench", "--preset", "table1", "--n", "20000", "--backends", "cpu", "--algos", "lloyd", "--max-iter", "30", "--repeat", "3", "--cpuprofile", prof}
+	if code := run(context.Background(), args, &out, &errb, nil); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("profile is not gzipped: %v", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte("kmeans.")) {
+		t.Errorf("profile of %d bytes names no kmeans function", len(raw))
+	}
+	args[len(args)-1] = filepath.Join(t.TempDir(), "no", "such", "dir", "cpu.prof")
+	errb.Reset()
+	if code := run(context.Background(), args, &out, &errb, nil); code != exitFailed || !strings.Contains(errb.String(), "--cpuprofile") {
+		t.Errorf("unwritable profile: exit %d, %q", code, errb.String())
 	}
 }
 
