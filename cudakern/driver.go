@@ -194,13 +194,23 @@ func isOOM(err error) bool {
 // driver call for that device runs there, in order.
 //
 // Handing a job to a parked thread and back costs two futex wake-ups
-// (17 µs a round trip on the H100 machine), more than the driver calls of a
-// small Assign. So both sides spin before they park: the worker for
-// spinIdle after each job (breathing k-means sends hundreds of short jobs
-// in a row), the caller for spinWait for its job's end. The caller's spin
-// is the longer one: a caller that parks is readied onto the worker's
-// processor, which the worker keeps while it spins, and a whole Assign on
-// a small set got 1.5–3× slower that way.
+// (17 µs a round trip on the H100 machine in session 4; in a trace of
+// session 12 the worker took 81–112 µs from runnable to running, median 89),
+// more than the driver calls of a small Assign. So both sides spin before
+// they park: the caller for spinWait for its job's end, the worker for the
+// next job. How long the worker spins depends on the job: after the jobs of
+// an iteration (an Assign, a batch of Lloyd passes, a profile, the seeding's
+// steps: doIter) the next one follows after a little of the engine's host
+// work — breathing k-means sends hundreds in a row; in that trace the worker
+// parked 35 times a run and was woken again after 29 µs at the median and
+// 147 at the 90th percentile — so it spins spinIter for it. After any other
+// job (an open, an upload, a read-back of labels) it spins only spinIdle: a
+// spinning worker keeps its processor, and a goroutine readied meanwhile
+// waits for it — a kd-split of the reduced set on 16 goroutines, opened
+// beside a session's upload, took 4.8 → 5.7 ms when every job was followed
+// by a 1 ms spin. For the same reason the worker does not spin after a job
+// whose caller parked: that caller was readied onto the worker's processor
+// and runs as soon as the worker parks.
 type worker struct {
 	dev int32
 	ctx uintptr
@@ -214,18 +224,33 @@ type worker struct {
 
 // job is one call of do.
 type job struct {
-	f    func() error
-	err  error
-	done atomic.Bool
-	fin  chan struct{} // closed when done, for a caller that parks
+	f      func() error
+	err    error
+	spin   time.Duration // how long the worker spins for the next job
+	done   atomic.Bool
+	parked atomic.Bool   // the caller stopped spinning and waits on fin
+	fin    chan struct{} // closed when done, for a caller that parks
 }
 
-// How long a worker spins for the next job, and a caller for its job's
-// end, before they park.
+// How long a worker spins for the next job (after an iteration's, spinIter;
+// after any other, spinIdle), and a caller for its job's end, before they
+// park. KQUANT_CUDA_SPIN sets spinIter (a Go duration; 50us is the worker
+// of sessions 4–11) for comparisons.
+var spinIter = envDuration("KQUANT_CUDA_SPIN", time.Millisecond)
+
 const (
 	spinIdle = 50 * time.Microsecond
 	spinWait = time.Millisecond
 )
+
+// envDuration returns the duration in environment variable name, or def
+// if it is unset or not a duration of at least zero.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d >= 0 {
+		return d
+	}
+	return def
+}
 
 var (
 	workersMu sync.Mutex
@@ -270,9 +295,14 @@ func workerFor(a *driverAPI, ordinal int) (*worker, error) {
 
 // serve runs the jobs handed to w until release has run.
 func (w *worker) serve() {
+	var spin time.Duration
 	for !w.closed {
-		j := w.take()
+		j := w.take(spin)
 		j.run()
+		spin = j.spin
+		if j.parked.Load() {
+			spin = 0
+		}
 	}
 }
 
@@ -294,10 +324,10 @@ func (w *worker) release(a *driverAPI, ordinal int) error {
 	})
 }
 
-// take waits for the next job: spinning for spinIdle, then parked until a
+// take waits for the next job: spinning for spin, then parked until a
 // caller wakes it.
-func (w *worker) take() *job {
-	deadline := time.Now().Add(spinIdle)
+func (w *worker) take(spin time.Duration) *job {
+	deadline := time.Now().Add(spin)
 	for i := 0; ; i++ {
 		if j := w.next.Swap(nil); j != nil {
 			return j
@@ -335,13 +365,21 @@ func (j *job) run() {
 var errReleased = errors.New("cudakern: the device's context was released (Backend.Close)")
 
 // do runs f on the worker's thread and waits for it.
-func (w *worker) do(f func() error) error {
+func (w *worker) do(f func() error) error { return w.run(f, spinIdle) }
+
+// doIter is do for a job of an iteration, which the next job follows soon:
+// the worker spins longer for it (spinIter).
+func (w *worker) doIter(f func() error) error { return w.run(f, spinIter) }
+
+// run runs f on the worker's thread and waits for it; the worker then spins
+// for spin for the next job.
+func (w *worker) run(f func() error, spin time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return errReleased
 	}
-	j := &job{f: f, fin: make(chan struct{})}
+	j := &job{f: f, spin: spin, fin: make(chan struct{})}
 	w.next.Store(j)
 	if w.sleeping.Load() {
 		select {
@@ -352,6 +390,7 @@ func (w *worker) do(f func() error) error {
 	deadline := time.Now().Add(spinWait)
 	for i := 0; !j.done.Load(); i++ {
 		if i%64 == 63 && time.Now().After(deadline) {
+			j.parked.Store(true)
 			<-j.fin
 			break
 		}

@@ -141,7 +141,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		bs.recs = make([]byte, stride*steps)
 	}
 	recs := bs.recs[:stride*steps]
-	err = s.b.w.do(func() error {
+	err = s.b.w.doIter(func() error {
 		b := s.b
 		if err := b.grow(&bs.dCur, &bs.curCap, 4*k*dim); err != nil {
 			return err

@@ -41,7 +41,7 @@ func (s *session) Profile(ctx context.Context, inertia, utility []uint64) error 
 		return nil
 	}
 	out := make([]uint64, 2*k)
-	err := s.b.w.do(func() error {
+	err := s.b.w.doIter(func() error {
 		if err := s.ensureI32(); err != nil {
 			return err
 		}

@@ -280,7 +280,7 @@ func (s *session) SeedInit(centroids []int32) (uint64, error) {
 	}
 	k := len(centroids) / L.dim
 	var pot uint64
-	err := s.b.w.do(func() error {
+	err := s.b.w.doIter(func() error {
 		if err := s.seedBuffers(); err != nil {
 			return err
 		}
@@ -327,7 +327,7 @@ func (s *session) SeedPick(r uint64) (int, error) {
 		return 0, errors.New("cudakern: SeedPick before SeedInit")
 	}
 	var c int32
-	err := s.b.w.do(func() error {
+	err := s.b.w.doIter(func() error {
 		s.seed.p.T, s.seed.p.Rs[0] = 1, r
 		if err := s.ppLaunch(kPPSample, 1, 32); err != nil {
 			return err
@@ -349,7 +349,7 @@ func (s *session) SeedStep(rs []uint64) (int, uint64, error) {
 		return 0, 0, fmt.Errorf("cudakern: %d draws per step, want 1…%d", len(rs), ppMaxT)
 	}
 	var out [2]uint64
-	err := s.b.w.do(func() error {
+	err := s.b.w.doIter(func() error {
 		st := s.seed
 		st.p.T = int32(len(rs))
 		copy(st.p.Rs[:], rs) // by value, and kq_pp_sample zeroes the gains
@@ -398,7 +398,7 @@ func (s *session) SeedSteps(pcg kmeans.PCGState, trials, steps int) ([]int, uint
 		return nil, 0, pcg, fmt.Errorf("cudakern: %d steps", steps)
 	}
 	buf := make([]byte, ppStreamSize+4*steps)
-	err := s.b.w.do(func() error {
+	err := s.b.w.doIter(func() error {
 		st := s.seed
 		if err := s.b.grow(&st.dStream, &st.streamBytes, ppStreamSize+4*steps); err != nil {
 			return err

@@ -274,7 +274,7 @@ func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stat
 	}
 	s.passes++
 	t0 := time.Now()
-	err := s.b.w.do(func() error { return s.assign(centroids, k, fresh) })
+	err := s.b.w.doIter(func() error { return s.assign(centroids, k, fresh) })
 	if err != nil {
 		return err
 	}

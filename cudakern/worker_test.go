@@ -38,9 +38,13 @@ func TestWorkerHandoff(t *testing.T) {
 			defer wg.Done()
 			for i := range 300 {
 				if (i+g)%50 == 0 {
-					time.Sleep(2 * spinIdle) // let the worker park
+					time.Sleep(2 * max(spinIdle, spinIter)) // let the worker park
 				}
-				if err := w.do(job); err != nil {
+				do := w.do
+				if g%2 == 1 {
+					do = w.doIter // the worker spins spinIter after these
+				}
+				if err := do(job); err != nil {
 					t.Error(err)
 				}
 			}
@@ -51,8 +55,12 @@ func TestWorkerHandoff(t *testing.T) {
 		t.Fatalf("%d jobs ran, want 1200", ran)
 	}
 	long := false
-	if err := w.do(func() error { time.Sleep(3 * spinWait); long = true; return nil }); err != nil || !long {
+	if err := w.doIter(func() error { time.Sleep(3 * spinWait); long = true; return nil }); err != nil || !long {
 		t.Fatalf("a job longer than the caller's spin: %v, ran %v", err, long)
+	}
+	// its caller parked, so the worker parks at once, and wakes for the next
+	if err := w.doIter(func() error { return nil }); err != nil {
+		t.Fatalf("after a parked caller: %v", err)
 	}
 	want := errors.New("boom")
 	if err := w.do(func() error { return want }); err != want {
