@@ -205,3 +205,33 @@ func TestBenchCalibrate(t *testing.T) {
 		t.Errorf("--dims 0: exit %d", code)
 	}
 }
+
+// TestBenchOpenCounted: with repeats, a variant's per-pass columns come
+// from its run of least time per pass, and "open counted" from its least
+// whole time, which may be another run's.
+func TestBenchOpenCounted(t *testing.T) {
+	cs := benchCase{name: "c"}
+	row := func(algo kmeans.Algorithm, perPass, open float64) benchRow {
+		r := benchRow{cas: cs, backend: "cpu", algo: algo, update: kmeans.UpdateAuto, msPerIter: perPass, openMS: open, passes: 10, same: true}
+		r.leastWhole = r.withOpen()
+		return r
+	}
+	lloyd := row(kmeans.Lloyd, 1.0, 30)    // whole 4.0 a pass
+	lloyd.merge(row(kmeans.Lloyd, 1.2, 0)) // whole 1.2: slower passes, no setup
+	if lloyd.msPerIter != 1.0 || lloyd.openMS != 30 || lloyd.leastWhole != 1.2 {
+		t.Fatalf("merged lloyd: %+v", lloyd)
+	}
+	auto := row(kmeans.Auto, 1.1, 2) // whole 1.3
+	bad := row(kmeans.Auto, 1.05, 50)
+	bad.same = false
+	auto.merge(bad)
+	if auto.msPerIter != 1.05 || auto.leastWhole != 1.3 || auto.same {
+		t.Fatalf("merged auto: %+v", auto)
+	}
+	var b strings.Builder
+	writeTable(&b, []benchRow{lloyd, auto})
+	// auto 1.05 / 1.0 per pass; open counted 1.3 / 1.2
+	if want := "| c | cpu | 1.050 | lloyd/auto | 1.000 | 1.05 | 1.08 |"; !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, b.String())
+	}
+}
