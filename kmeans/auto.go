@@ -1131,6 +1131,9 @@ func threadScale(threads int) (speedup, fixed float64) {
 // passes. That host measured the build at 16–23 ms, 4.7–6.8 of its Lloyd
 // passes of 3.3–3.6 ms: the model errs on the tree's side there (buildSpeedup
 // is what the build's structure allows, which that host did not reach).
+// Those builds boxed every node; the build of a sample's axis and joined
+// boxes (kdBuilder) costs 0.45–0.6 one-thread Lloyd passes there on the
+// 2-core VM (treeBuildCost).
 func buildPassScale(n, workers int) float64 {
 	t, _ := threadScale(workers)
 	return t / buildSpeedup(n, workers)
@@ -1267,11 +1270,15 @@ func takeTree(r, b, c float64) bool {
 
 // treeBuildCost is what building the kd-tree costs per point and level,
 // in distances (of the same dimension) of a one-thread Lloyd pass:
-// treeProbe measured 2.5–3.5 (d = 12, 16, 32; k = 16, 32, 128; 30 000
-// points, σ² = 0.001) on the 2-core VM of bench/README.md, 3.4–5.8 at
-// d = 8, 2.2–3.1 on the H100 host (d = 32, k = 32). Its lower end: it
-// decides which builds are not even probed.
-const treeBuildCost = 2.5
+// treeProbe measured 1.6–2.9, most runs under 2.5 (d = 12, 16, 32;
+// k = 16, 32, 128; 30 000 points, σ² = 0.001; five probes each) on the
+// 2-core VM of bench/README.md, 1.9–3.3 at d = 8, since the build splits
+// on a sample's axis and joins its boxes (kdBuilder); the build alone,
+// timed whole on one thread, 1.5–1.9 (d = 8…32, 4 096 to 120 000 points,
+// k = 32). It was 2.5–3.5 (3.4–5.8 at d = 8; 2.2–3.1 on the H100 host,
+// d = 32) with a tight box at every node. Its lower end: it decides
+// which builds are not even probed.
+const treeBuildCost = 1.6
 
 // treeBuildShare estimates how many one-thread Lloyd passes at k
 // centroids building the kd-tree over n points costs on one thread, from

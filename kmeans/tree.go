@@ -129,10 +129,16 @@ func newTreeSessionShaped(pts *Points, origin []int64, workers int, shape *kdSha
 	t.nodes, t.lo, t.hi, t.sums, t.perm = b.nodes, b.lo, b.hi, b.sums, b.perm
 	t.xs = mem.Make[int32](n * dim)
 	t.ws = mem.Make[uint32](n)
-	for pos, i := range t.perm {
-		copy(t.xs[pos*dim:(pos+1)*dim], pts.At(int(i)))
-		t.ws[pos] = uint32(pts.Weight(int(i)))
-	}
+	// the points in tree order, in parts of treeCopyPart on the workers:
+	// one pass over every coordinate through perm, as much as a tenth
+	// of the build, which is otherwise serial here
+	parallel(context.Background(), (n+treeCopyPart-1)/treeCopyPart, workers, func(_, part int) {
+		for pos := part * treeCopyPart; pos < min(n, (part+1)*treeCopyPart); pos++ {
+			i := int(t.perm[pos])
+			copy(t.xs[pos*dim:(pos+1)*dim], pts.At(i))
+			t.ws[pos] = uint32(pts.Weight(i))
+		}
+	})
 	t.state = make([]int32, len(t.nodes))
 	t.labels = mem.Make[int32](n)
 	// Share the tree among workers by subtrees: the nodes of the first
@@ -159,6 +165,9 @@ func newTreeSessionShaped(pts *Points, origin []int64, workers int, shape *kdSha
 	t.tasks = frontier
 	return t
 }
+
+// treeCopyPart is the points a worker copies into tree order at a time.
+const treeCopyPart = 4096
 
 // kdBuilder builds a kd-tree over pts in the order perm, in pre-order:
 // a node, then its left subtree, then its right one.
@@ -266,8 +275,10 @@ func treeDepth(n float64) float64 { return math.Max(1, math.Log2(n/leafSize)) }
 // above, each over all of its points, and then the serial build of one of
 // the smallest parts. For 30 000 points that is one split of all and two
 // halves built side by side, 1.8 times faster than one goroutine however
-// many there are (on the 2-core VM of bench/README.md: 16.4 ms on one
-// thread, 9.0 on two, in 32 dimensions).
+// many there are (on the 2-core VM of bench/README.md, when every node was
+// boxed: 16.4 ms on one thread, 9.0 on two, in 32 dimensions; with the
+// samples' axes and joined boxes, 10.6 and 6.9, 1.5 times: the root's
+// box, split and memory are a larger share of less).
 func buildSpeedup(n, workers int) float64 {
 	m, chain := float64(n), 0.0
 	for levels := buildLevels(workers); levels > 0 && m >= parallelBuildMin; levels-- {
