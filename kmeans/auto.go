@@ -3,6 +3,7 @@ package kmeans
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -1131,6 +1132,9 @@ func threadScale(threads int) (speedup, fixed float64) {
 // passes. That host measured the build at 16–23 ms, 4.7–6.8 of its Lloyd
 // passes of 3.3–3.6 ms: the model errs on the tree's side there (buildSpeedup
 // is what the build's structure allows, which that host did not reach).
+// Those builds boxed every node; the build of a sample's axis and joined
+// boxes (kdBuilder) costs 0.45–0.6 one-thread Lloyd passes there on the
+// 2-core VM (treeBuildCost).
 func buildPassScale(n, workers int) float64 {
 	t, _ := threadScale(workers)
 	return t / buildSpeedup(n, workers)
@@ -1267,11 +1271,15 @@ func takeTree(r, b, c float64) bool {
 
 // treeBuildCost is what building the kd-tree costs per point and level,
 // in distances (of the same dimension) of a one-thread Lloyd pass:
-// treeProbe measured 2.5–3.5 (d = 12, 16, 32; k = 16, 32, 128; 30 000
-// points, σ² = 0.001) on the 2-core VM of bench/README.md, 3.4–5.8 at
-// d = 8, 2.2–3.1 on the H100 host (d = 32, k = 32). Its lower end: it
-// decides which builds are not even probed.
-const treeBuildCost = 2.5
+// treeProbe measured 1.6–2.9, most runs under 2.5 (d = 12, 16, 32;
+// k = 16, 32, 128; 30 000 points, σ² = 0.001; five probes each) on the
+// 2-core VM of bench/README.md, 1.9–3.3 at d = 8, since the build splits
+// on a sample's axis and joins its boxes (kdBuilder); the build alone,
+// timed whole on one thread, 1.5–1.9 (d = 8…32, 4 096 to 120 000 points,
+// k = 32). It was 2.5–3.5 (3.4–5.8 at d = 8; 2.2–3.1 on the H100 host,
+// d = 32) with a tight box at every node. Its lower end: it decides
+// which builds are not even probed.
+const treeBuildCost = 1.6
 
 // treeBuildShare estimates how many one-thread Lloyd passes at k
 // centroids building the kd-tree over n points costs on one thread, from
@@ -1327,14 +1335,14 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, b
 	defer func() { tree.Close() }()
 	// timeBuild builds the sample's tree and returns the whole tree's
 	// build time, per sample's worth of points: a build costs about
-	// n·depth.
+	// n·(treeBuildLevels + depth).
 	timeBuild := func() float64 {
 		if tree != nil {
 			tree.Close()
 		}
 		t0 := time.Now()
 		tree = newTreeSessionShaped(sub, origin, 1, nil)
-		return time.Since(t0).Seconds() * treeDepth(float64(n)) / treeDepth(float64(m))
+		return time.Since(t0).Seconds() * (treeBuildLevels + treeDepth(float64(n))) / (treeBuildLevels + treeDepth(float64(m)))
 	}
 	tb, retimed := timeBuild(), false
 	ls, err := CPU.Open(quarter, SessionOptions{Algorithm: Lloyd, MaxK: k, Workers: 1})
@@ -1383,6 +1391,14 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, b
 	}
 	return tt / tl, tb / tl
 }
+
+// treeBuildLevels is what the kd-tree's build costs a point beyond its
+// levels, in levels: its leaves' and root's boxes, its samples, its copy
+// of the points in tree order. Fitted on the 2-core VM of bench/README.md
+// (the least of 7 one-thread builds of the seeds' sets, d = 8, 16, 32, of
+// treeProbe's sample and of all 30 000 or 120 000 points): 1.7–5.3; by
+// depth alone the sample's build foretold the whole one 10–25 % dear.
+const treeBuildLevels = 2
 
 // treeProbeClock, when set (tests), replaces the seconds treeProbe
 // measured of the tree's pass, its build (scaled to the whole tree, per
@@ -1544,8 +1560,14 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 			s.hy.why[0] += fmt.Sprintf("; a kd-tree's build would cost about %.1f Lloyd passes, more than the model's choice (%.2f) could save in %d", b, c, treeRepayPasses)
 		}
 	}
-	if err := s.use(s.hy.Current()); err != nil {
-		return nil, err
+	// A session that probes the kd-tree opens the model's choice only
+	// once the probe has decided, at its first pass: where the probe
+	// takes the tree, the per-point session (its labels and bounds, whose
+	// memory's first touch is Auto's setup) is not opened at all.
+	if !s.probe {
+		if err := s.use(s.hy.Current()); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -1783,13 +1805,26 @@ func (s *autoSession) invalidate(sess Session) {
 }
 
 // Labels implements Session.
-func (s *autoSession) Labels(dst []int32) error { return s.cur.Labels(dst) }
+func (s *autoSession) Labels(dst []int32) error {
+	if s.cur == nil {
+		return errors.New("kmeans: Labels before Assign")
+	}
+	return s.cur.Labels(dst)
+}
 
 // Farthest implements Session.
-func (s *autoSession) Farthest(m int) ([]int, error) { return s.cur.Farthest(m) }
+func (s *autoSession) Farthest(m int) ([]int, error) {
+	if s.cur == nil {
+		return nil, errors.New("kmeans: Farthest before Assign")
+	}
+	return s.cur.Farthest(m)
+}
 
 // Profile implements Profiler.
 func (s *autoSession) Profile(ctx context.Context, inertia, utility []uint64) error {
+	if s.cur == nil {
+		return errors.New("kmeans: Profile before Assign")
+	}
 	return s.cur.(Profiler).Profile(ctx, inertia, utility)
 }
 

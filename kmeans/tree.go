@@ -129,10 +129,16 @@ func newTreeSessionShaped(pts *Points, origin []int64, workers int, shape *kdSha
 	t.nodes, t.lo, t.hi, t.sums, t.perm = b.nodes, b.lo, b.hi, b.sums, b.perm
 	t.xs = mem.Make[int32](n * dim)
 	t.ws = mem.Make[uint32](n)
-	for pos, i := range t.perm {
-		copy(t.xs[pos*dim:(pos+1)*dim], pts.At(int(i)))
-		t.ws[pos] = uint32(pts.Weight(int(i)))
-	}
+	// the points in tree order, in parts of treeCopyPart on the workers:
+	// one pass over every coordinate through perm, as much as a tenth
+	// of the build, which is otherwise serial here
+	parallel(context.Background(), (n+treeCopyPart-1)/treeCopyPart, workers, func(_, part int) {
+		for pos := part * treeCopyPart; pos < min(n, (part+1)*treeCopyPart); pos++ {
+			i := int(t.perm[pos])
+			copy(t.xs[pos*dim:(pos+1)*dim], pts.At(i))
+			t.ws[pos] = uint32(pts.Weight(i))
+		}
+	})
 	t.state = make([]int32, len(t.nodes))
 	t.labels = mem.Make[int32](n)
 	// Share the tree among workers by subtrees: the nodes of the first
@@ -160,34 +166,77 @@ func newTreeSessionShaped(pts *Points, origin []int64, workers int, shape *kdSha
 	return t
 }
 
+// treeCopyPart is the points a worker copies into tree order at a time.
+const treeCopyPart = 4096
+
 // kdBuilder builds a kd-tree over pts in the order perm, in pre-order:
 // a node, then its left subtree, then its right one.
+//
+// A node is split at the median of its points on the axis where a sample
+// of them spreads the most (sampleBox). Its tight box, which the passes
+// prune with, is made bottom-up: a leaf's from its points, any other
+// node's as its children's joined. A node also has a cut box, as reduceKD
+// has: its parent's cut at the parent's split (the root's: the points'
+// bounding box), the side split made tight on the way (the split reads
+// every point's coordinate there anyway); it bounds the coordinates that a
+// split gathers. So a build reads each point's every coordinate about
+// three times (the root's box, its leaf's, the samples) and one coordinate
+// a level, where a tight box at every node read every coordinate at every
+// level, two thirds of the build in 32 dimensions: on the 2-core VM of
+// bench/README.md (BenchmarkTreeBuild, the least of 5 runs) the build of
+// 30 000 points takes 11.7 ms on one thread in 32 dimensions against
+// 20.4, 4.3 in 8 against 5.6, 2.4 in 3 against 2.7; of 232 000, 132 ms
+// against 267, 42 against 66, 27 against 35.
 type kdBuilder struct {
 	pts    *Points
 	origin []int64
 	perm   []int32
 	keys   []uint64 // scratch, one per point
-	counts []int32  // splitMedian's scratch, the builder's own
+	counts []int32  // split's scratch, the builder's own
+	cuts   []int32  // the cut boxes of the nodes on the path being built, lo and hi a level
+	sample []int32  // split's scratch: a sample's box
+	idx    []int32  // and its points
 	nodes  []treeNode
 	lo, hi []int32
 	sums   []int64
 }
 
+// build makes the subtree of tree positions [first, last) and returns the
+// index of its root.
+func (b *kdBuilder) build(first, last int32) int32 {
+	b.rootBox(first, last)
+	return b.buildCut(first, last, 0)
+}
+
 // buildParallel is build, with the subtrees of the first levels built by
-// goroutines of their own, down to parts of parallelBuildMin points.
+// goroutines of their own, down to parts of parallelBuildMin points. Each
+// part is split as build splits it, so the tree is the same on any number
+// of goroutines.
 func (b *kdBuilder) buildParallel(first, last int32, levels int) int32 {
+	b.rootBox(first, last)
+	return b.parallel(first, last, levels)
+}
+
+// parallel is buildParallel below the root's box: the subtree of
+// [first, last), whose cut box is the builder's first.
+func (b *kdBuilder) parallel(first, last int32, levels int) int32 {
 	if levels == 0 || last-first < parallelBuildMin {
-		return b.build(first, last)
+		return b.buildCut(first, last, 0)
 	}
-	id, mid, split := b.node(first, last)
+	id, mid, axis, at, split := b.node(first, last, 0)
 	if !split {
 		return id
 	}
 	sub := [2]*kdBuilder{}
 	var wg sync.WaitGroup
 	for i, r := range [2][2]int32{{first, mid}, {mid, last}} {
-		sub[i] = &kdBuilder{pts: b.pts, origin: b.origin, perm: b.perm, keys: b.keys}
-		wg.Go(func() { sub[i].buildParallel(r[0], r[1], levels-1) })
+		s := &kdBuilder{pts: b.pts, origin: b.origin, perm: b.perm, keys: b.keys, cuts: make([]int32, len(b.cuts))}
+		lo, hi := b.cutChild(0, axis, at, i == 1)
+		slo, shi := s.cutBox(0)
+		copy(slo, lo)
+		copy(shi, hi)
+		sub[i] = s
+		wg.Go(func() { s.parallel(r[0], r[1], levels-1) })
 	}
 	wg.Wait()
 	l := b.adopt(sub[0])
@@ -226,8 +275,10 @@ func treeDepth(n float64) float64 { return math.Max(1, math.Log2(n/leafSize)) }
 // above, each over all of its points, and then the serial build of one of
 // the smallest parts. For 30 000 points that is one split of all and two
 // halves built side by side, 1.8 times faster than one goroutine however
-// many there are (on the 2-core VM of bench/README.md: 16.4 ms on one
-// thread, 9.0 on two, in 32 dimensions).
+// many there are (on the 2-core VM of bench/README.md, when every node was
+// boxed: 16.4 ms on one thread, 9.0 on two, in 32 dimensions; with the
+// samples' axes and joined boxes, 10.6 and 6.9, 1.5 times: the root's
+// box, split and memory are a larger share of less).
 func buildSpeedup(n, workers int) float64 {
 	m, chain := float64(n), 0.0
 	for levels := buildLevels(workers); levels > 0 && m >= parallelBuildMin; levels-- {
@@ -240,23 +291,17 @@ func buildSpeedup(n, workers int) float64 {
 
 // buildShaped builds the subtree of tree positions [first, last) along
 // the halvings of shape node s and its descendants, and by median splits
-// below them, and returns its index. The boxes of the nodes of the
-// halvings are their children's joined.
+// below them, and returns its index.
 func (b *kdBuilder) buildShaped(shape []shapeNode, s, first, last int32) int32 {
 	if s < 0 || !shape[s].halved || last-first <= leafSize {
 		return b.build(first, last)
 	}
 	sn := &shape[s]
 	mid := first + (last-first)/2 // as reduceKD halves
-	dim := b.pts.Dim
 	id := b.push(first, last)
 	l := b.buildShaped(shape, sn.left, first, mid)
 	r := b.buildShaped(shape, sn.right, mid, last)
 	b.join(id, l, r)
-	for j := range dim {
-		b.lo[int(id)*dim+j] = min(b.lo[int(l)*dim+j], b.lo[int(r)*dim+j])
-		b.hi[int(id)*dim+j] = max(b.hi[int(l)*dim+j], b.hi[int(r)*dim+j])
-	}
 	return id
 }
 
@@ -276,16 +321,50 @@ func (b *kdBuilder) adopt(s *kdBuilder) int32 {
 	return off
 }
 
-// build makes the node for tree positions [first, last) and its subtree,
-// and returns its index.
-func (b *kdBuilder) build(first, last int32) int32 {
-	id, mid, split := b.node(first, last)
+// rootBox sets the builder's first cut box to the bounding box of the
+// points of [first, last), if they are more than a leaf's.
+func (b *kdBuilder) rootBox(first, last int32) {
+	if last-first > leafSize {
+		lo, hi := b.cutBox(0)
+		box(b.pts, b.perm[first:last], lo, hi)
+	}
+}
+
+// buildCut makes the node for tree positions [first, last), whose cut box
+// is the builder's at level, and its subtree, and returns its index.
+func (b *kdBuilder) buildCut(first, last int32, level int) int32 {
+	id, mid, axis, at, split := b.node(first, last, level)
 	if split {
-		l := b.build(first, mid)
-		r := b.build(mid, last)
+		b.cutChild(level, axis, at, false)
+		l := b.buildCut(first, mid, level+1)
+		b.cutChild(level, axis, at, true)
+		r := b.buildCut(mid, last, level+1)
 		b.join(id, l, r)
 	}
 	return id
+}
+
+// cutBox returns the cut box at level.
+func (b *kdBuilder) cutBox(level int) (lo, hi []int32) {
+	dim := b.pts.Dim
+	c := b.cuts[2*level*dim : 2*(level+1)*dim]
+	return c[:dim:dim], c[dim:]
+}
+
+// cutChild sets the cut box at level+1 to that of the left child (right:
+// the right one) of the node whose cut box is at level, split on axis at
+// coordinate at, and returns it.
+func (b *kdBuilder) cutChild(level, axis int, at int32, right bool) (lo, hi []int32) {
+	plo, phi := b.cutBox(level)
+	lo, hi = b.cutBox(level + 1)
+	copy(lo, plo)
+	copy(hi, phi)
+	if right {
+		lo[axis] = at
+	} else {
+		hi[axis] = at
+	}
+	return lo, hi
 }
 
 // push appends the node of tree positions [first, last), without children,
@@ -303,42 +382,165 @@ func (b *kdBuilder) push(first, last int32) int32 {
 	return id
 }
 
-// node appends the node for tree positions [first, last) with its tight
-// box. A node of at most leafSize points, or of points that all coincide,
-// is a leaf and gets its sums; any other is split at the median of its
-// box's longest side, at mid, for the caller to build its children.
-func (b *kdBuilder) node(first, last int32) (id, mid int32, split bool) {
-	dim := b.pts.Dim
+// node appends the node for tree positions [first, last), whose cut box
+// is the builder's at level. A node of at most leafSize points, or of
+// points that all coincide, is a leaf and gets its box and sums; any
+// other is split (split) at mid, on axis at coordinate at, for the caller
+// to build its children; its box and sums are theirs joined.
+func (b *kdBuilder) node(first, last int32, level int) (id, mid int32, axis int, at int32, split bool) {
 	id = b.push(first, last)
-	clear(b.sums[len(b.sums)-dim:])
-	lo, hi := b.lo[int(id)*dim:int(id+1)*dim], b.hi[int(id)*dim:int(id+1)*dim]
 	part := b.perm[first:last]
-	box(b.pts, part, lo, hi)
-	axis, span := longest(lo, hi)
-	if last-first <= leafSize || span == 0 {
-		nd := &b.nodes[id]
-		s := b.sums[int(id)*dim : int(id+1)*dim]
-		for _, i := range part {
-			w := b.pts.Weight(int(i))
-			var q int64
-			for j, v := range b.pts.At(int(i)) {
-				s[j] += int64(w) * int64(v)
-				d := int64(v) - b.origin[j]
-				q += d * d
-			}
-			nd.w += w
-			nd.q += w * uint64(q)
+	if last-first > leafSize {
+		lo, hi := b.cutBox(level)
+		if axis, at, ok := b.split(part, lo, hi, b.keys[first:last]); ok {
+			return id, first + (last-first)/2, axis, at, true
 		}
-		return id, 0, false
 	}
-	splitMedian(b.pts, part, axis, lo[axis], hi[axis], b.keys[first:last], &b.counts)
-	return id, first + (last-first)/2, true
+	dim := b.pts.Dim
+	box(b.pts, part, b.lo[int(id)*dim:int(id+1)*dim], b.hi[int(id)*dim:int(id+1)*dim])
+	nd := &b.nodes[id]
+	s := b.sums[int(id)*dim : int(id+1)*dim]
+	clear(s)
+	for _, i := range part {
+		w := b.pts.Weight(int(i))
+		var q int64
+		for j, v := range b.pts.At(int(i)) {
+			s[j] += int64(w) * int64(v)
+			d := int64(v) - b.origin[j]
+			q += d * d
+		}
+		nd.w += w
+		nd.q += w * uint64(q)
+	}
+	return id, 0, 0, 0, false
+}
+
+// split reorders part, whose points lie in the cut box [lo, hi], into
+// halves at the median of its points on the longest side of a sample's
+// box (sampleBox), and returns that axis and the median coordinate: the
+// first len(part)/2 points lie at or below it, the others at or above.
+// The side split is made tight in the cut box on the way; where the
+// sample's points coincide, the cut box's longest side is split, and a
+// side found to be one value is made so and the next longest taken. It
+// returns false, part as it was, when every side is one value: the points
+// coincide. keys is scratch of len(part).
+//
+// Like splitMedian, it reads each point's coordinate on the axis once,
+// through its index, into keys, and then works on them in order: by
+// counting their values where the span is short (colours), else by
+// selectNth. Unlike it, it leaves the points at the median value in
+// whatever order the partition gives them: the halves need not be those
+// of any other split, only the same on any number of goroutines.
+func (b *kdBuilder) split(part []int32, lo, hi []int32, keys []uint64) (axis int, at int32, ok bool) {
+	n := len(part)
+	keys = keys[:n]
+	dim := b.pts.Dim
+	if len(b.sample) < 2*dim {
+		b.sample = make([]int32, 2*dim)
+	}
+	slo, shi := b.sample[:dim:dim], b.sample[dim:2*dim]
+	sampleBox(b.pts, part, slo, shi, &b.idx)
+	for {
+		axis, span := longest(slo, shi)
+		if span <= 0 {
+			axis, span = longest(lo, hi)
+		}
+		if span <= 0 {
+			return 0, 0, false
+		}
+		base := lo[axis]
+		kmin, kmax := gatherAxis(b.pts, part, axis, base, keys)
+		lo[axis], hi[axis] = base+int32(kmin), base+int32(kmax)
+		slo[axis], shi[axis] = lo[axis], hi[axis]
+		if kmin == kmax {
+			continue
+		}
+		if tspan := int(kmax - kmin); n >= countingSplitMin && tspan < 8*n {
+			c := resize(b.counts, tspan+1)
+			b.counts = c
+			clear(c)
+			for _, k := range keys {
+				c[uint32(k>>32)-kmin]++
+			}
+			// the median value kmin+v: acc points lie below it
+			mid, acc, v := n/2, 0, 0
+			for acc+int(c[v]) <= mid {
+				acc += int(c[v])
+				v++
+			}
+			partitionAt(keys, part, int(kmin)+v, 0, acc, acc+int(c[v]))
+			return axis, base + int32(kmin) + int32(v), true
+		}
+		selectNth(keys, n/2)
+		for i, k := range keys {
+			part[i] = int32(uint32(k))
+		}
+		return axis, base + int32(keys[n/2]>>32), true
+	}
+}
+
+// sampleBox sets lo and hi to the bounding box of a sample of part: of
+// max(splitSample, len(part)/splitShare) of its points, one from each
+// stretch of part of equal length, at a place within it that a hash of
+// the stretch's number picks (evenly spaced points may go round the
+// clusters of a set in step: the seeds' synthetic sets list theirs in
+// turn), or of all of them if they are not more.
+// idx is scratch, grown as needed.
+func sampleBox(pts *Points, part []int32, lo, hi []int32, scratch *[]int32) {
+	n := len(part)
+	m := max(splitSample, n/splitShare)
+	if n <= m {
+		box(pts, part, lo, hi)
+		return
+	}
+	idx := resize(*scratch, m)
+	*scratch = idx
+	stride := uint32(n / m)
+	for j := range idx {
+		idx[j] = part[j*n/m+int(uint32(j*0x9e3779b1)%stride)]
+	}
+	box(pts, idx, lo, hi)
+}
+
+// splitSample and splitShare size the sample whose box chooses a split's
+// axis (sampleBox). The axis only shapes the tree, whose passes give the
+// same results on any; but the tree prunes well where its splits follow
+// the spread of the points. freshWork (TestTreePruningWork: the candidate
+// tests and leaf distances of a fresh pass, averaged over the seeds' sets
+// of 4 seeds, n = 30 000, k = 32, and over 4 images' colours, k = 64)
+// measured, against the former build's (a tight box at every node): 0.95
+// and 0.95 at d = 32, σ² = 0.001 and 0.01, 0.94–1.02 at d = 8, 0.94–1.0
+// at d = 3, 0.98–1.01 on the images, 1.0 at d = 32, σ² = 0.05; 64 points
+// a sample did no better. One set's tree is a lottery either way: at
+// σ² = 0.001 one seed's ratio is anywhere in 0.76–1.26. The samples cost
+// about a tight box's pass over every point, where those of every node
+// cost one a level.
+const (
+	splitSample = 16
+	splitShare  = 16
+)
+
+// gatherAxis sets keys to the points of part as split orders them: each
+// point's coordinate on axis, minus base (at most its own), above its
+// index; and returns the least and largest of those differences.
+func gatherAxis(pts *Points, part []int32, axis int, base int32, keys []uint64) (kmin, kmax uint32) {
+	dim := pts.Dim
+	c := pts.Coords
+	keys = keys[:len(part)]
+	kmin, kmax = math.MaxUint32, 0
+	for k, i := range part {
+		x := uint32(c[int(i)*dim+axis] - base)
+		keys[k] = uint64(x)<<32 | uint64(uint32(i))
+		kmin, kmax = min(kmin, x), max(kmax, x)
+	}
+	return kmin, kmax
 }
 
 // newKDBuilder returns a builder over pts with its points in index order.
 func newKDBuilder(pts *Points, origin []int64) *kdBuilder {
 	n := pts.Len()
-	b := &kdBuilder{pts: pts, origin: origin, perm: mem.Make[int32](n), keys: mem.Make[uint64](n)}
+	b := &kdBuilder{pts: pts, origin: origin, perm: mem.Make[int32](n), keys: mem.Make[uint64](n),
+		cuts: make([]int32, 2*maxTreeLevels*pts.Dim)}
 	for i := range b.perm {
 		b.perm[i] = int32(i)
 	}
@@ -346,19 +548,37 @@ func newKDBuilder(pts *Points, origin []int64) *kdBuilder {
 	return b
 }
 
+// maxTreeLevels bounds the levels of a kd-tree: a split halves its part,
+// and parts are indexed by int32.
+const maxTreeLevels = 34
+
 // grow makes room for the nodes of a subtree of n more points: a split
 // leaves at least leafSize/2 points in a leaf, so there are fewer than
 // 4n/leafSize nodes.
 func (b *kdBuilder) grow(n int) {
 	dim := b.pts.Dim
 	more := 4*n/leafSize + 2
-	b.nodes = slices.Grow(b.nodes, more)
-	b.lo = slices.Grow(b.lo, more*dim)
-	b.hi = slices.Grow(b.hi, more*dim)
-	b.sums = slices.Grow(b.sums, more*dim)
+	b.nodes = growMapped(b.nodes, more)
+	b.lo = growMapped(b.lo, more*dim)
+	b.hi = growMapped(b.hi, more*dim)
+	b.sums = growMapped(b.sums, more*dim)
 }
 
-// join makes l and r the children of node id and gives it their sums.
+// growMapped is slices.Grow with the new memory from mem.Make, its pages
+// mapped in one call: a tree's nodes, boxes and sums are megabytes in 32
+// dimensions, and their pages' first touches were a good part of the
+// build's time in kquant bench on the 2-core VM.
+func growMapped[T any](s []T, more int) []T {
+	if cap(s)-len(s) >= more {
+		return s
+	}
+	g := mem.Make[T](len(s) + more)
+	copy(g, s)
+	return g[:len(s)]
+}
+
+// join makes l and r the children of node id and gives it their sums and
+// their boxes joined, its tight box.
 func (b *kdBuilder) join(id, l, r int32) {
 	dim := b.pts.Dim
 	nd, a, c := &b.nodes[id], &b.nodes[l], &b.nodes[r]
@@ -366,16 +586,18 @@ func (b *kdBuilder) join(id, l, r int32) {
 	nd.w, nd.q = a.w+c.w, a.q+c.q
 	for j := range dim {
 		b.sums[int(id)*dim+j] = b.sums[int(l)*dim+j] + b.sums[int(r)*dim+j]
+		b.lo[int(id)*dim+j] = min(b.lo[int(l)*dim+j], b.lo[int(r)*dim+j])
+		b.hi[int(id)*dim+j] = max(b.hi[int(l)*dim+j], b.hi[int(r)*dim+j])
 	}
 }
 
-// box sets lo and hi to the bounding box of the points in part. It is
-// much of a kd-tree's build (every level passes over every point), so it
-// keeps three dimensions in registers and, in others, writes a side only
-// where a point lies outside it, as widen does (on the 2-core VM of
-// bench/README.md, the one-thread build of 30 000 points took 2.3 ms in
-// 3 dimensions against 3.0 with min and max on every side, 5.2 in 8
-// against 5.6).
+// box sets lo and hi to the bounding box of the points in part: the
+// root's cut box, and the leaves' boxes, from which the others' are
+// joined. It keeps three dimensions in registers and, in others, writes a
+// side only where a point lies outside it, as widen does (on the 2-core
+// VM of bench/README.md, the one-thread build of 30 000 points, when it
+// boxed every node, took 2.3 ms in 3 dimensions against 3.0 with min and
+// max on every side, 5.2 in 8 against 5.6).
 func box(pts *Points, part []int32, lo, hi []int32) {
 	dim := pts.Dim
 	lo, hi = lo[:dim:dim], hi[:dim:dim]
