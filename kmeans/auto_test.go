@@ -68,8 +68,18 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 	// over, as if on a machine where only Lloyd gained from its threads)
 	// does not time the tree's pass.
 	yes := func(r, b float64) bool { return true }
+	// (the least of three probes' builds: a probe times its build once
+	// unless a decision hangs on it, and the build of its 1 024 points
+	// takes under a millisecond, which a page fault or a collection
+	// on a loaded machine can double)
 	r256, b256 := treeProbe(p, randomStart(p, 256, 1), yes)
 	_, b16 := treeProbe(p, start[:16*16], yes)
+	for range 2 {
+		_, b := treeProbe(p, randomStart(p, 256, 1), yes)
+		b256 = math.Min(b256, b)
+		_, b = treeProbe(p, start[:16*16], yes)
+		b16 = math.Min(b16, b)
+	}
 	if !(r256 > 0 && !math.IsInf(r256, 1) && b256 > 0 && b256 < b16/2) {
 		t.Errorf("probe at k = 256: pass %.3f, build %.3f; at k = 16: build %.3f", r256, b256, b16)
 	}
