@@ -97,23 +97,7 @@ func BenchmarkTreeBuild(b *testing.B) {
 // σ² = 0.001 and 0.01, and the distinct colours of sample images (RGB,
 // k = 64), where they are found.
 func BenchmarkTreePass(b *testing.B) {
-	type set struct {
-		name string
-		pts  *Points
-		k    int
-	}
-	var sets []set
-	for _, d := range []int{3, 8, 32} {
-		for _, s2 := range []float64{0.001, 0.01} {
-			sets = append(sets, set{fmt.Sprintf("d=%d/σ²=%g", d, s2), Synthetic(30000, d, 32, s2, 1), 32})
-		}
-	}
-	for _, name := range []string{"graf1.png", "home.jpg"} {
-		if p, err := imageColours("../../shared/images/" + name); err == nil {
-			sets = append(sets, set{name, p, 64})
-		}
-	}
-	for _, s := range sets {
+	for _, s := range treeSets([]float64{0.001, 0.01}, []uint64{1}, "graf1.png", "home.jpg") {
 		lo, _ := s.pts.Bounds()
 		t := newTreeSessionShaped(s.pts, originAt(lo), 1, nil)
 		cent := lloydSteps(b, t, s.pts, s.k, 5)
@@ -128,6 +112,38 @@ func BenchmarkTreePass(b *testing.B) {
 		})
 		t.Close()
 	}
+}
+
+// treeSet is a point set of BenchmarkTreePass and TestTreePruningWork,
+// clustered into k.
+type treeSet struct {
+	name string
+	pts  *Points
+	k    int
+}
+
+// treeSets returns the seeds' synthetic sets (n = 30 000, k = 32) in 3, 8
+// and 32 dimensions at each σ² and seed, then the distinct colours of the
+// named sample images (k = 64) that are found.
+func treeSets(sigma2 []float64, seeds []uint64, images ...string) []treeSet {
+	var sets []treeSet
+	for _, d := range []int{3, 8, 32} {
+		for _, s2 := range sigma2 {
+			for _, seed := range seeds {
+				name := fmt.Sprintf("d=%d/σ²=%g", d, s2)
+				if len(seeds) > 1 {
+					name += fmt.Sprintf("/seed=%d", seed)
+				}
+				sets = append(sets, treeSet{name, Synthetic(30000, d, 32, s2, seed), 32})
+			}
+		}
+	}
+	for _, name := range images {
+		if p, err := imageColours("../../shared/images/" + name); err == nil {
+			sets = append(sets, treeSet{name, p, 64})
+		}
+	}
+	return sets
 }
 
 // lloydSteps returns the centroids that steps Lloyd steps of session s
@@ -193,25 +209,7 @@ func TestTreePruningWork(t *testing.T) {
 	if !testing.Verbose() {
 		t.Skip("a measurement: run with -v")
 	}
-	type set struct {
-		name string
-		pts  *Points
-		k    int
-	}
-	var sets []set
-	for _, d := range []int{3, 8, 32} {
-		for _, s2 := range []float64{0.001, 0.01, 0.05} {
-			for seed := range uint64(4) {
-				sets = append(sets, set{fmt.Sprintf("d=%d σ²=%g seed %d", d, s2, seed), Synthetic(30000, d, 32, s2, seed), 32})
-			}
-		}
-	}
-	for _, name := range []string{"graf1.png", "home.jpg", "altai-5120.png", "smarties.png"} {
-		if p, err := imageColours("../../shared/images/" + name); err == nil {
-			sets = append(sets, set{name, p, 64})
-		}
-	}
-	for _, s := range sets {
+	for _, s := range treeSets([]float64{0.001, 0.01, 0.05}, []uint64{0, 1, 2, 3}, "graf1.png", "home.jpg", "altai-5120.png", "smarties.png") {
 		lo, _ := s.pts.Bounds()
 		tr := newTreeSessionShaped(s.pts, originAt(lo), 1, nil)
 		// over a few runs' centroids: a tree's pruning of one set of
