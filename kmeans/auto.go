@@ -1125,16 +1125,12 @@ func threadScale(threads int) (speedup, fixed float64) {
 // one-thread Lloyd passes into Lloyd passes of a session on workers
 // threads: Lloyd's passes gain threadScale from the threads, the build
 // only buildSpeedup (tree.go: its top splits are serial, and a part is
-// shared out only while it has 2¹⁴ points or more). For 30 000 points:
-// 1.1 on two threads, 4.7 on 16, where the build's 0.7–1.3 one-thread
-// Lloyd passes (treeProbe, on the H100 host's 16 cores, d = 32, k = 32;
-// bench/README.md, sessions 9 and 10) become 3.3–6.1 of Lloyd's 16-thread
-// passes. That host measured the build at 16–23 ms, 4.7–6.8 of its Lloyd
-// passes of 3.3–3.6 ms: the model errs on the tree's side there (buildSpeedup
-// is what the build's structure allows, which that host did not reach).
-// Those builds boxed every node; the build of a sample's axis and joined
-// boxes (kdBuilder) costs 0.45–0.6 one-thread Lloyd passes there on the
-// 2-core VM (treeBuildCost).
+// shared out only while it has parallelBuildMin points or more). For
+// 30 000 points: 1.2 on two threads, 2.9 on 16. On the H100 host's 16
+// cores (BenchmarkTreeBuild, session 13) that build took 4.2–5.3 ms in
+// 32 dimensions, 12–16 on one thread, where Lloyd's passes took 24.7 ms
+// on one and 2.8 on 16 (bench/README.md, session 9): 0.5–0.6 one-thread
+// passes (treeBuildShare: 0.49), 1.5–1.9 of the session's (modelled 1.4).
 func buildPassScale(n, workers int) float64 {
 	t, _ := threadScale(workers)
 	return t / buildSpeedup(n, workers)
@@ -1269,6 +1265,13 @@ func takeTree(r, b, c float64) bool {
 	return r+b <= treeProbeRatio || r < c && b <= (c-r)*treeRepayPasses
 }
 
+// takeMost returns the largest pass r, in Lloyd passes, that takeTree(r,
+// b, c) could take (it takes none above): where a probe's pass of the
+// tree runs longer, the answer is no.
+func takeMost(b, c float64) float64 {
+	return math.Max(treeProbeRatio-b, c-b/treeRepayPasses)
+}
+
 // treeBuildCost is what building the kd-tree costs per point and level,
 // in distances (of the same dimension) of a one-thread Lloyd pass:
 // treeProbe measured 1.6–2.9, most runs under 2.5 (d = 12, 16, 32;
@@ -1304,10 +1307,19 @@ func treeBuildShare(n, k int) float64 {
 // sixteenth of the whole one; two for a no the build makes), a
 // sixty-fourth of a Lloyd pass and r/16 of one (r the first result) per
 // try of the tree.
-func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, build float64) {
+//
+// With workers of 2 or more, the first build runs beside the first Lloyd
+// pass, on another goroutine.
+//
+// most, if not nil, gives for a build b the largest pass that take could
+// take with it: a pass of the tree that runs longer is cut there (cut
+// true, pass the time it ran, a no). Where the tree's passes lose, as in
+// 32 dimensions but on the tightest clusters, they were most of the
+// probe's time (BenchmarkAutoProbe).
+func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool, most func(b float64) float64, workers int) (pass, build float64, cut bool) {
 	n, dim := pts.Len(), pts.Dim
 	if n < treeProbeMin || len(cent) < 2*dim {
-		return 0, 0
+		return 0, 0, false
 	}
 	k := len(cent) / dim
 	m := min(max(n/16, 1024), 4096)
@@ -1332,7 +1344,11 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, b
 	lo, _ := sub.Bounds()
 	origin := originAt(lo)
 	var tree *treeSession
-	defer func() { tree.Close() }()
+	done := make(chan struct{}) // the first build's
+	defer func() {
+		<-done
+		tree.Close()
+	}()
 	// timeBuild builds the sample's tree and returns the whole tree's
 	// build time, per sample's worth of points: a build costs about
 	// n·(treeBuildLevels + depth).
@@ -1344,10 +1360,22 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, b
 		tree = newTreeSessionShaped(sub, origin, 1, nil)
 		return time.Since(t0).Seconds() * (treeBuildLevels + treeDepth(float64(n))) / (treeBuildLevels + treeDepth(float64(m)))
 	}
-	tb, retimed := timeBuild(), false
+	// the first build beside the first Lloyd pass, where the session has
+	// the threads: each is timed on a thread of its own
+	var tb float64
+	retimed := false
+	if workers >= 2 {
+		go func() {
+			tb = timeBuild()
+			close(done)
+		}()
+	} else {
+		tb = timeBuild()
+		close(done)
+	}
 	ls, err := CPU.Open(quarter, SessionOptions{Algorithm: Lloyd, MaxK: k, Workers: 1})
 	if err != nil {
-		return 0, 0
+		return 0, 0, false
 	}
 	defer ls.Close()
 	lloyd := ls.(*cpuSession)
@@ -1357,21 +1385,31 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, b
 		lloyd.valid = false // a fresh pass
 		t0 := time.Now()
 		if lloyd.Assign(context.Background(), cent, &st) != nil {
-			return 0, 0
+			return 0, 0, false
 		}
 		tl = math.Min(tl, time.Since(t0).Seconds()*float64(m)/float64(q))
+		if try == 0 {
+			<-done
+		}
 		if try == 0 && !take(0, tb/tl) && treeProbeClock == nil {
 			if !retimed {
 				tb, retimed = math.Min(tb, timeBuild()), true
 			}
 			if !take(0, tb/tl) {
-				return math.Inf(1), tb / tl // the build alone costs too much
+				return math.Inf(1), tb / tl, false // the build alone costs too much
 			}
 		}
 		tree.valid = false
+		var ctx context.Context = context.Background()
+		if most != nil && treeProbeClock == nil {
+			// timer-free: the pass asks between its tasks
+			ctx = passDeadline{ctx, time.Now().Add(time.Duration(most(tb/tl) * tl * 1.05 * 1e9))}
+		}
 		t0 = time.Now()
-		if tree.Assign(context.Background(), cent, &st) != nil {
-			return 0, 0
+		if err := tree.Assign(ctx, cent, &st); err == context.DeadlineExceeded {
+			return time.Since(t0).Seconds() / tl, tb / tl, true
+		} else if err != nil {
+			return 0, 0, false
 		}
 		tt = math.Min(tt, time.Since(t0).Seconds())
 		if take(tt/tl, tb/tl) {
@@ -1389,7 +1427,24 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool) (pass, b
 	if treeProbeClock != nil {
 		tt, tb, tl = treeProbeClock(tt, tb, tl)
 	}
-	return tt / tl, tb / tl
+	return tt / tl, tb / tl, false
+}
+
+// passDeadline is a context whose Err is DeadlineExceeded from at on,
+// read from the clock at every call: a pass on one goroutine asks it
+// between its tasks, where a timer's context might only expire once the
+// scheduler runs (with one processor, after the pass).
+type passDeadline struct {
+	context.Context
+	at time.Time
+}
+
+// Err implements context.Context.
+func (c passDeadline) Err() error {
+	if !time.Now().Before(c.at) {
+		return context.DeadlineExceeded
+	}
+	return c.Context.Err()
 }
 
 // treeBuildLevels is what the kd-tree's build costs a point beyond its
@@ -1621,7 +1676,16 @@ func (s *autoSession) probeTree(centroids []int32) {
 		}
 		return takeTree(r, b*build, c)
 	}
-	r, b := treeProbe(s.pts, centroids, take)
+	// the longest pass of the tree that take could take, at the most the
+	// gaps could price the bounds
+	most := func(b float64) float64 {
+		cm := c
+		if !gapDone {
+			cm = math.Max(c, h.boundsAtShare(k, boundsShare(0)))
+		}
+		return takeMost(b*build, cm)
+	}
+	r, b, cut := treeProbe(s.pts, centroids, take, most, s.workers)
 	if r > 0 && take(r, b) {
 		dims := fmt.Sprintf("dimension %d > %d, but", s.pts.Dim, autoTreeDim)
 		if s.pts.Dim <= autoTreeDim {
@@ -1634,6 +1698,8 @@ func (s *autoSession) probeTree(centroids []int32) {
 		return
 	}
 	switch {
+	case cut:
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample, its build %.2f Lloyd passes on %d threads, was cut after %.2f of a Lloyd pass, past the most the model's choice (%.2f) would leave it (its first pass within %.2f, or its build repaid within %d passes)", b*build, s.workers, r, c, treeProbeRatio, treeRepayPasses)
 	case math.IsInf(r, 1):
 		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f Lloyd passes on %d threads, more than the model's choice (%.2f) could save in %d", b*build, s.workers, c, treeRepayPasses)
 	case r > 0:

@@ -72,24 +72,24 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 	// unless a decision hangs on it, and the build of its 1 024 points
 	// takes under a millisecond, which a page fault or a collection
 	// on a loaded machine can double)
-	r256, b256 := treeProbe(p, randomStart(p, 256, 1), yes)
-	_, b16 := treeProbe(p, start[:16*16], yes)
+	r256, b256, _ := treeProbe(p, randomStart(p, 256, 1), yes, nil, 1)
+	_, b16, _ := treeProbe(p, start[:16*16], yes, nil, 1)
 	for range 2 {
-		_, b := treeProbe(p, randomStart(p, 256, 1), yes)
+		_, b, _ := treeProbe(p, randomStart(p, 256, 1), yes, nil, 1)
 		b256 = math.Min(b256, b)
-		_, b = treeProbe(p, start[:16*16], yes)
+		_, b, _ = treeProbe(p, start[:16*16], yes, nil, 1)
 		b16 = math.Min(b16, b)
 	}
 	if !(r256 > 0 && !math.IsInf(r256, 1) && b256 > 0 && b256 < b16/2) {
 		t.Errorf("probe at k = 256: pass %.3f, build %.3f; at k = 16: build %.3f", r256, b256, b16)
 	}
 	dear := func(r, b float64) bool { return takeTree(r, 100*b, 0.3) }
-	if r, b := treeProbe(p, start[:16*16], dear); !math.IsInf(r, 1) || b <= 0 {
+	if r, b, _ := treeProbe(p, start[:16*16], dear, nil, 2); !math.IsInf(r, 1) || b <= 0 {
 		t.Errorf("probe at k = 16, its build priced 100 times over: pass %.3f timed, build %.3f", r, b)
 	}
 	// Too few points: no probe, no kd-tree.
 	small := Synthetic(treeProbeMin/2, 16, 16, 0.001, 3)
-	if r, b := treeProbe(small, randomStart(small, 16, 1), yes); r != 0 || b != 0 {
+	if r, b, _ := treeProbe(small, randomStart(small, 16, 1), yes, nil, 1); r != 0 || b != 0 {
 		t.Errorf("probe of %d points: %g, %g", small.Len(), r, b)
 	}
 }
@@ -162,6 +162,10 @@ func TestTakeTree(t *testing.T) {
 	} {
 		if got := takeTree(tc.r, tc.b, tc.c); got != tc.take {
 			t.Errorf("takeTree(%g, %g, %g) = %v", tc.r, tc.b, tc.c, got)
+		}
+		// takeMost: no pass above it is taken, one just below it is
+		if m := takeMost(tc.b, tc.c); m > 0 && (takeTree(m*1.001+1e-9, tc.b, tc.c) || !takeTree(m*0.999-1e-9, tc.b, tc.c)) {
+			t.Errorf("takeMost(%g, %g) = %g: not the edge of takeTree", tc.b, tc.c, m)
 		}
 	}
 }
@@ -556,14 +560,16 @@ func TestBuildSpeedup(t *testing.T) {
 	if s := buildSpeedup(parallelBuildMin-1, 16); s != 1 {
 		t.Errorf("%d points on 16 threads: speed-up %v, want 1", parallelBuildMin-1, s)
 	}
+	// the H100 host's 16 cores measured 1.6 and 2.8 for 30 000 points in
+	// 32 dimensions, 4.5–5 for 232 000 (buildSpeedup)
 	s2, s16 := buildSpeedup(30000, 2), buildSpeedup(30000, 16)
-	if s2 != s16 || s2 < 1.7 || s2 > 1.9 {
-		t.Errorf("30 000 points: speed-up %v on 2 threads, %v on 16, want both about 1.8", s2, s16)
+	if s2 < 1.5 || s2 > 1.7 || s16 < 2.6 || s16 > 3.2 {
+		t.Errorf("30 000 points: speed-up %v on 2 threads, %v on 16, want about 1.6 and 2.9", s2, s16)
 	}
-	if m2, m16 := buildSpeedup(1<<20, 2), buildSpeedup(1<<20, 16); !(m16 > 2*m2 && m16 < 8) {
-		t.Errorf("2²⁰ points: speed-up %v on 2 threads, %v on 16", m2, m16)
+	if m2, m16 := buildSpeedup(232000, 2), buildSpeedup(232000, 16); !(m16 > 1.8*m2 && m16 < 5) {
+		t.Errorf("232 000 points: speed-up %v on 2 threads, %v on 16", m2, m16)
 	}
-	if b2, b16 := buildPassScale(30000, 2), buildPassScale(30000, 16); !(b2 > 1 && b2 < 1.2 && b16 > 4) {
+	if b2, b16 := buildPassScale(30000, 2), buildPassScale(30000, 16); !(b2 > 1 && b2 < 1.4 && b16 > 2.5 && b16 < 3.5) {
 		t.Errorf("30 000 points: a build's Lloyd passes scaled %v on 2 threads, %v on 16", b2, b16)
 	}
 }
@@ -571,9 +577,9 @@ func TestBuildSpeedup(t *testing.T) {
 // TestAutoTreeBuildPricedForThreads: the probe's build, measured on one
 // thread against a one-thread Lloyd pass, is priced in Lloyd passes of the
 // session's threads. Injected: the tree's passes at 0.05 of Lloyd's and its
-// build at one Lloyd pass, both on one thread. A one-thread session takes
+// build at two Lloyd passes, both on one thread. A one-thread session takes
 // the tree (its build repaid within a few passes); a 16-thread one, where
-// the build of these 8192 points gains nothing from the threads while
+// the build of these 8192 points gains 2.5 times from the threads while
 // Lloyd's passes run 8.6 times as fast, does not: the build is not repaid
 // within treeRepayPasses. The result is Lloyd's either way.
 func TestAutoTreeBuildPricedForThreads(t *testing.T) {
@@ -593,7 +599,7 @@ func TestAutoTreeBuildPricedForThreads(t *testing.T) {
 		probes := 0
 		treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
 			probes++
-			return 0.05 * lloyd, lloyd, lloyd
+			return 0.05 * lloyd, 2 * lloyd, lloyd
 		}
 		m, err := Run(context.Background(), p, Config{K: k, Init: InitGiven, Centroids: start, MaxIter: 6, Tol: -1, Workers: tc.workers, Algorithm: Auto}, nil)
 		if err != nil {
@@ -605,7 +611,7 @@ func TestAutoTreeBuildPricedForThreads(t *testing.T) {
 		if got := strings.HasPrefix(m.Why, "kdtree: dimension 16 > 8"); got != tc.tree {
 			t.Errorf("%d threads: %s", tc.workers, m.Why)
 		}
-		if !tc.tree && !strings.Contains(m.Why, fmt.Sprintf("its build %.2f more on 16 threads", buildPassScale(p.Len(), 16))) {
+		if !tc.tree && !strings.Contains(m.Why, fmt.Sprintf("its build %.2f more on 16 threads", 2*buildPassScale(p.Len(), 16))) {
 			t.Errorf("16 threads: the build not priced for them: %s", m.Why)
 		}
 		if d := sameModel(m, want); d != "" {
@@ -798,5 +804,35 @@ func TestTreeBuildPrior(t *testing.T) {
 	}
 	if b := treeBuildShare(30000, 32) * buildPassScale(30000, 2); !takeTree(0, b, 0.3) {
 		t.Errorf("30 000 points, k = 32, 2 threads: a build of %.2f passes refused against 0.3", b)
+	}
+}
+
+// BenchmarkAutoProbe: what Auto's probe of the kd-tree (probeTree: the
+// sample's tree, its passes against Lloyd's, the gaps where a decision
+// hangs on them) costs at the first pass of a session priced for 16
+// threads, on the seeds' sets in 32 dimensions (n = 30 000, k = 32, the
+// bench's fig5 runs) from a random start. The probe runs on one thread.
+func BenchmarkAutoProbe(b *testing.B) {
+	b.Setenv("KQUANT_CALIBRATION", "off")
+	for _, s2 := range []float64{0.001, 0.01, 0.05, 1} {
+		pts := Synthetic(30000, 32, 32, s2, 1)
+		start := randomStart(pts, 32, 1)
+		b.Run(fmt.Sprintf("σ²=%g", s2), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				sess, err := CPU.Open(pts, SessionOptions{Algorithm: Auto, MaxK: 32, Workers: 16})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := sess.(*autoSession)
+				b.StartTimer()
+				if s.probe {
+					s.probeTree(start)
+				}
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+		})
 	}
 }

@@ -154,13 +154,9 @@ func (s *seeder) state() *ppState {
 	pts, n := s.pts, s.pts.Len()
 	b := newKDBuilder(pts, make([]int64, pts.Dim))
 	b.build(0, int32(n))
+	xs, ws := b.finish(1)
 	pp := &ppState{pts: pts, dim: pts.Dim, nodes: b.nodes, lo: b.lo, hi: b.hi, perm: b.perm,
-		xs: mem.Make[int32](n * pts.Dim), ws: mem.Make[uint32](n), d: mem.Make[uint64](n),
-		maxD: make([]uint64, len(b.nodes)), fw: newFenwick(n)}
-	for pos, i := range b.perm {
-		copy(pp.xs[pos*pp.dim:(pos+1)*pp.dim], pts.At(int(i)))
-		pp.ws[pos] = uint32(pts.Weight(int(i)))
-	}
+		xs: xs, ws: ws, d: mem.Make[uint64](n), maxD: make([]uint64, len(b.nodes)), fw: newFenwick(n)}
 	s.pp = pp
 	return pp
 }

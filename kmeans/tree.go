@@ -126,19 +126,8 @@ func newTreeSessionShaped(pts *Points, origin []int64, workers int, shape *kdSha
 	} else {
 		b.buildParallel(0, int32(n), buildLevels(workers))
 	}
+	t.xs, t.ws = b.finish(workers)
 	t.nodes, t.lo, t.hi, t.sums, t.perm = b.nodes, b.lo, b.hi, b.sums, b.perm
-	t.xs = mem.Make[int32](n * dim)
-	t.ws = mem.Make[uint32](n)
-	// the points in tree order, in parts of treeCopyPart on the workers:
-	// one pass over every coordinate through perm, as much as a tenth
-	// of the build, which is otherwise serial here
-	parallel(context.Background(), (n+treeCopyPart-1)/treeCopyPart, workers, func(_, part int) {
-		for pos := part * treeCopyPart; pos < min(n, (part+1)*treeCopyPart); pos++ {
-			i := int(t.perm[pos])
-			copy(t.xs[pos*dim:(pos+1)*dim], pts.At(i))
-			t.ws[pos] = uint32(pts.Weight(i))
-		}
-	})
 	t.state = make([]int32, len(t.nodes))
 	t.labels = mem.Make[int32](n)
 	// Share the tree among workers by subtrees: the nodes of the first
@@ -197,7 +186,7 @@ type kdBuilder struct {
 	sample []int32  // split's scratch: a sample's box
 	idx    []int32  // and its points
 	nodes  []treeNode
-	lo, hi []int32
+	lo, hi []int32 // the nodes' tight boxes and sums, finish's
 	sums   []int64
 }
 
@@ -213,7 +202,7 @@ func (b *kdBuilder) build(first, last int32) int32 {
 // part is split as build splits it, so the tree is the same on any number
 // of goroutines.
 func (b *kdBuilder) buildParallel(first, last int32, levels int) int32 {
-	b.rootBox(first, last)
+	b.rootBoxOn(first, last, 1<<levels)
 	return b.parallel(first, last, levels)
 }
 
@@ -246,9 +235,11 @@ func (b *kdBuilder) parallel(first, last int32, levels int) int32 {
 }
 
 // parallelBuildMin is the fewest points of a part whose halves
-// buildParallel builds on goroutines of their own: 2¹⁴, so that the
-// reduced set's 32768 points are split once (1–2 ms sooner on 2 threads).
-const parallelBuildMin = 1 << 14
+// buildParallel builds on goroutines of their own. On 2 goroutines only
+// the root's halves are (buildLevels); on more, parts down to 2¹¹ points,
+// a few hundred microseconds' build in 32 dimensions, so that 16 share
+// 30 000 points (2¹⁴ left 14 of 16 idle there: one split, two halves).
+const parallelBuildMin = 1 << 11
 
 // buildLevels returns the levels of the tree whose halves buildParallel
 // builds on goroutines of their own for workers goroutines: enough to give
@@ -267,27 +258,44 @@ func treeDepth(n float64) float64 { return math.Max(1, math.Log2(n/leafSize)) }
 
 // buildSpeedup returns how many times faster the kd-tree of n points is
 // built on workers goroutines than on one, as buildParallel shares the
-// build out. Each level of the tree passes over every point (the boxes,
-// the median splits), so the build's work is about n·treeDepth(n) on any
-// number of goroutines; but a part is only handed to two goroutines once
-// its own goroutine has split it, and only while it has parallelBuildMin
-// points or more, so the longest chain of work is the splits of the parts
-// above, each over all of its points, and then the serial build of one of
-// the smallest parts. For 30 000 points that is one split of all and two
-// halves built side by side, 1.8 times faster than one goroutine however
-// many there are (on the 2-core VM of bench/README.md, when every node was
-// boxed: 16.4 ms on one thread, 9.0 on two, in 32 dimensions; with the
-// samples' axes and joined boxes, 10.6 and 6.9, 1.5 times: the root's
-// box, split and memory are a larger share of less).
+// build out. Each level of the tree passes over every point (the median
+// splits, the samples' boxes), so the build's work is about n·treeDepth(n)
+// on any number of goroutines; but a part is only handed to two goroutines
+// once its own goroutine has split it, and only while it has
+// parallelBuildMin points or more, so the longest chain of work is the
+// splits of the parts above, each over all of its points, and then the
+// serial build of one of the smallest parts: for 30 000 points on 16
+// goroutines, 4.4 times less than the whole. Beside that chain, a share
+// buildSerial of the one-goroutine build does not gain from the
+// goroutines (the memory's mapping, the joins of the boxes, the hand-offs).
+// Measured (BenchmarkTreeBuild, three runs of 20 builds each, H100 host's
+// 16 cores): 30 000 points in 32 dimensions 11.9–15.7 ms on one goroutine,
+// 7.1–10.0 on two, 4.2–5.3 on 16 (2.8 times; modelled 1.6 and 2.9); in 8
+// dimensions 5.4–7.9, 3.5–4.5, 2.1–2.9 (2.6); 232 000 points in 32
+// dimensions 132–166, 71–101, 25–37 (4.5–5; modelled 3.2: the model errs
+// against the tree on many points, where its passes dominate). Before parts
+// went on below 2¹⁴ points and the leaves' boxes were made apart
+// (finish), 16 goroutines built those 30 000 points 1.3–2.0 times faster
+// than one, and the model said 1.8.
 func buildSpeedup(n, workers int) float64 {
+	if workers <= 1 {
+		return 1
+	}
 	m, chain := float64(n), 0.0
 	for levels := buildLevels(workers); levels > 0 && m >= parallelBuildMin; levels-- {
 		chain += m
 		m /= 2
 	}
 	chain += m * treeDepth(m)
-	return math.Min(float64(n)*treeDepth(float64(n))/chain, float64(max(workers, 1)))
+	s := math.Min(float64(n)*treeDepth(float64(n))/chain, float64(workers))
+	return 1 / (buildSerial + (1-buildSerial)/s)
 }
+
+// buildSerial is the share of the kd-tree's one-goroutine build that
+// buildSpeedup takes not to gain from more: fitted to the 16-core host's
+// 30 000-point builds in 32 dimensions (see there); it makes 1.6 of two
+// goroutines' structural 1.8, as the 2-core VM measured (1.4–1.6).
+const buildSerial = 0.15
 
 // buildShaped builds the subtree of tree positions [first, last) along
 // the halvings of shape node s and its descendants, and by median splits
@@ -315,9 +323,6 @@ func (b *kdBuilder) adopt(s *kdBuilder) int32 {
 		}
 		b.nodes = append(b.nodes, nd)
 	}
-	b.lo = append(b.lo, s.lo...)
-	b.hi = append(b.hi, s.hi...)
-	b.sums = append(b.sums, s.sums...)
 	return off
 }
 
@@ -329,6 +334,36 @@ func (b *kdBuilder) rootBox(first, last int32) {
 		box(b.pts, b.perm[first:last], lo, hi)
 	}
 }
+
+// rootBoxOn is rootBox on up to workers goroutines, each boxing a part of
+// rootBoxPart points: one pass over every coordinate, which would
+// otherwise precede the first split on one.
+func (b *kdBuilder) rootBoxOn(first, last int32, workers int) {
+	n := int(last - first)
+	parts := (n + rootBoxPart - 1) / rootBoxPart
+	if workers <= 1 || parts <= 1 {
+		b.rootBox(first, last)
+		return
+	}
+	dim := b.pts.Dim
+	boxes := make([]int32, 2*dim*parts)
+	parallel(context.Background(), parts, workers, func(_, p int) {
+		part := b.perm[int(first)+p*rootBoxPart : int(first)+min(n, (p+1)*rootBoxPart)]
+		box(b.pts, part, boxes[2*dim*p:2*dim*p+dim], boxes[2*dim*p+dim:2*dim*(p+1)])
+	})
+	lo, hi := b.cutBox(0)
+	copy(lo, boxes[:dim])
+	copy(hi, boxes[dim:2*dim])
+	for p := 1; p < parts; p++ {
+		for j := range dim {
+			lo[j] = min(lo[j], boxes[2*dim*p+j])
+			hi[j] = max(hi[j], boxes[2*dim*p+dim+j])
+		}
+	}
+}
+
+// rootBoxPart is the points a goroutine of rootBoxOn boxes.
+const rootBoxPart = 4096
 
 // buildCut makes the node for tree positions [first, last), whose cut box
 // is the builder's at level, and its subtree, and returns its index.
@@ -368,17 +403,13 @@ func (b *kdBuilder) cutChild(level, axis int, at int32, right bool) (lo, hi []in
 }
 
 // push appends the node of tree positions [first, last), without children,
-// and room for its box and sums, and returns its index.
+// and returns its index.
 func (b *kdBuilder) push(first, last int32) int32 {
-	dim := b.pts.Dim
 	id := int32(len(b.nodes))
 	if len(b.nodes) == cap(b.nodes) {
 		b.grow(int(last - first))
 	}
 	b.nodes = append(b.nodes, treeNode{first: first, last: last, left: -1, right: -1})
-	b.lo = b.lo[:len(b.lo)+dim]
-	b.hi = b.hi[:len(b.hi)+dim]
-	b.sums = b.sums[:len(b.sums)+dim]
 	return id
 }
 
@@ -396,23 +427,7 @@ func (b *kdBuilder) node(first, last int32, level int) (id, mid int32, axis int,
 			return id, first + (last-first)/2, axis, at, true
 		}
 	}
-	dim := b.pts.Dim
-	box(b.pts, part, b.lo[int(id)*dim:int(id+1)*dim], b.hi[int(id)*dim:int(id+1)*dim])
-	nd := &b.nodes[id]
-	s := b.sums[int(id)*dim : int(id+1)*dim]
-	clear(s)
-	for _, i := range part {
-		w := b.pts.Weight(int(i))
-		var q int64
-		for j, v := range b.pts.At(int(i)) {
-			s[j] += int64(w) * int64(v)
-			d := int64(v) - b.origin[j]
-			q += d * d
-		}
-		nd.w += w
-		nd.q += w * uint64(q)
-	}
-	return id, 0, 0, 0, false
+	return id, 0, 0, 0, false // a leaf: finish gives it its box and sums
 }
 
 // split reorders part, whose points lie in the cut box [lo, hi], into
@@ -556,17 +571,12 @@ const maxTreeLevels = 34
 // leaves at least leafSize/2 points in a leaf, so there are fewer than
 // 4n/leafSize nodes.
 func (b *kdBuilder) grow(n int) {
-	dim := b.pts.Dim
-	more := 4*n/leafSize + 2
-	b.nodes = growMapped(b.nodes, more)
-	b.lo = growMapped(b.lo, more*dim)
-	b.hi = growMapped(b.hi, more*dim)
-	b.sums = growMapped(b.sums, more*dim)
+	b.nodes = growMapped(b.nodes, 4*n/leafSize+2)
 }
 
 // growMapped is slices.Grow with the new memory from mem.Make, its pages
-// mapped in one call: a tree's nodes, boxes and sums are megabytes in 32
-// dimensions, and their pages' first touches were a good part of the
+// mapped in one call: a tree's nodes are megabytes for many points (its
+// boxes and sums, in 32 dimensions, as many again; finish maps those), and their pages' first touches were a good part of the
 // build's time in kquant bench on the 2-core VM.
 func growMapped[T any](s []T, more int) []T {
 	if cap(s)-len(s) >= more {
@@ -577,17 +587,83 @@ func growMapped[T any](s []T, more int) []T {
 	return g[:len(s)]
 }
 
-// join makes l and r the children of node id and gives it their sums and
-// their boxes joined, its tight box.
+// join makes l and r the children of node id. Its box and sums, their
+// boxes and sums joined, are finish's.
 func (b *kdBuilder) join(id, l, r int32) {
-	dim := b.pts.Dim
-	nd, a, c := &b.nodes[id], &b.nodes[l], &b.nodes[r]
-	nd.left, nd.right = l, r
-	nd.w, nd.q = a.w+c.w, a.q+c.q
+	b.nodes[id].left, b.nodes[id].right = l, r
+}
+
+// finish returns the points in tree order, coordinates and weights, and
+// gives every node its tight box, its points' sums and Σw|x−o|²: the
+// leaves' from those copies, each a run of consecutive points, on workers
+// goroutines; then every other node's, its children's joined, from the
+// last node to the first (a node's children come after it). The leaves'
+// boxes and sums, made as a leaf was split off, read its points through
+// perm, scattered over pts: on the 2-core VM of bench/README.md
+// (BenchmarkTreeBuild, 30 000 points in 32 dimensions, one thread) they
+// took a quarter of the build, there beside the splits' serial chain.
+func (b *kdBuilder) finish(workers int) (xs []int32, ws []uint32) {
+	pts, dim, n := b.pts, b.pts.Dim, len(b.perm)
+	xs, ws = mem.Make[int32](n*dim), mem.Make[uint32](n)
+	ctx := context.Background()
+	parallel(ctx, (n+treeCopyPart-1)/treeCopyPart, workers, func(_, part int) {
+		for pos := part * treeCopyPart; pos < min(n, (part+1)*treeCopyPart); pos++ {
+			i := int(b.perm[pos])
+			copy(xs[pos*dim:(pos+1)*dim], pts.At(i))
+			ws[pos] = uint32(pts.Weight(i))
+		}
+	})
+	nodes := len(b.nodes)
+	b.lo, b.hi, b.sums = mem.Make[int32](nodes*dim), mem.Make[int32](nodes*dim), mem.Make[int64](nodes*dim)
+	parallel(ctx, (nodes+finishPart-1)/finishPart, workers, func(_, part int) {
+		for id := part * finishPart; id < min(nodes, (part+1)*finishPart); id++ {
+			if nd := &b.nodes[id]; nd.left < 0 {
+				b.leaf(nd, xs[int(nd.first)*dim:int(nd.last)*dim], ws[nd.first:nd.last],
+					b.lo[id*dim:(id+1)*dim], b.hi[id*dim:(id+1)*dim], b.sums[id*dim:(id+1)*dim])
+			}
+		}
+	})
+	for id := nodes - 1; id >= 0; id-- {
+		nd := &b.nodes[id]
+		if nd.left < 0 {
+			continue
+		}
+		l, r := int(nd.left), int(nd.right)
+		a, c := &b.nodes[l], &b.nodes[r]
+		nd.w, nd.q = a.w+c.w, a.q+c.q
+		for j := range dim {
+			b.sums[id*dim+j] = b.sums[l*dim+j] + b.sums[r*dim+j]
+			b.lo[id*dim+j] = min(b.lo[l*dim+j], b.lo[r*dim+j])
+			b.hi[id*dim+j] = max(b.hi[l*dim+j], b.hi[r*dim+j])
+		}
+	}
+	return xs, ws
+}
+
+// finishPart is the nodes a worker of finish takes at a time, about 64
+// leaves: a few hundred microseconds' work in 32 dimensions.
+const finishPart = 128
+
+// leaf sets nd's weight and Σw|x−o|², and lo, hi and sums to the tight
+// box and weighted sums, of the points xs (consecutive, dim coordinates
+// each) of weights ws.
+func (b *kdBuilder) leaf(nd *treeNode, xs []int32, ws []uint32, lo, hi []int32, sums []int64) {
+	dim := len(lo)
 	for j := range dim {
-		b.sums[int(id)*dim+j] = b.sums[int(l)*dim+j] + b.sums[int(r)*dim+j]
-		b.lo[int(id)*dim+j] = min(b.lo[int(l)*dim+j], b.lo[int(r)*dim+j])
-		b.hi[int(id)*dim+j] = max(b.hi[int(l)*dim+j], b.hi[int(r)*dim+j])
+		lo[j], hi[j], sums[j] = math.MaxInt32, math.MinInt32, 0
+	}
+	nd.w, nd.q = 0, 0
+	for p, w32 := range ws {
+		w := uint64(w32)
+		var q int64
+		for j, v := range xs[p*dim : (p+1)*dim : (p+1)*dim] {
+			lo[j], hi[j] = min(lo[j], v), max(hi[j], v)
+			sums[j] += int64(w) * int64(v)
+			d := int64(v) - b.origin[j]
+			q += d * d
+		}
+		nd.w += w
+		nd.q += w * uint64(q)
 	}
 }
 

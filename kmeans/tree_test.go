@@ -2,6 +2,7 @@ package kmeans
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -66,7 +67,8 @@ func TestTreeBuild(t *testing.T) {
 }
 
 // BenchmarkTreeBuild: a kd-tree session's build alone (newTreeSessionShaped
-// without reduceKD's halvings), on one and two goroutines: colour-like
+// without reduceKD's halvings), on one and two goroutines and on
+// GOMAXPROCS: colour-like
 // clustered points in 3 dimensions, the seeds' synthetic sets (k = 32,
 // σ² = 0.01) in 8 and 32; 30 000 points (the bench's fig5 runs) and
 // 232 000 (graf1.png's distinct colours).
@@ -79,7 +81,7 @@ func BenchmarkTreeBuild(b *testing.B) {
 			}
 			lo, _ := pts.Bounds()
 			origin := originAt(lo)
-			for _, w := range []int{1, 2} {
+			for _, w := range slices.Compact([]int{1, 2, max(2, runtime.GOMAXPROCS(0))}) {
 				b.Run(fmt.Sprintf("n=%d/d=%d/workers=%d", n, d, w), func(b *testing.B) {
 					for range b.N {
 						newTreeSessionShaped(pts, origin, w, nil).Close()
