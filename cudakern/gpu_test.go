@@ -133,6 +133,9 @@ var testImages = []string{"smarties.png", "home.jpg", "starry_night.jpg", "build
 
 // TestIdentityRuns: whole k-means runs on the deduplicated colours of every
 // image, RGB and Lab, k = 2…1000, give the same model on the GPU and the CPU.
+// They breathe, so most of breathing's Profiles are answered by the batch
+// that ended the run before (ProfileAhead; TestProfileAheadRuns counts
+// them and checks each).
 func TestIdentityRuns(t *testing.T) {
 	b := gpu(t)
 	if err := b.FastPathError(); err != nil {
@@ -1125,6 +1128,277 @@ func TestLloydSteps(t *testing.T) {
 			finals++
 		}
 		s.Close()
+	}
+}
+
+// TestLloydStepsProfile: a batch under ProfileAhead profiles its last
+// labelling where that ends the engine's run (a final labelling, or a
+// settled pass whose centroids did not move and that left no cluster
+// empty) and nowhere else; Profile then answers from it, with the values
+// of the CPU's Profile and of the session's own Profile after an Assign
+// of those centroids; with the inertia alone announced, a Profile with the
+// utility takes its own job; and the Assign ends the batch's answer. By
+// the loop kernel and by a pass's launches (KQUANT_CUDA_LLOYD=launch).
+func TestLloydStepsProfile(t *testing.T) {
+	b := gpu(t)
+	ctx := context.Background()
+	for _, mode := range []string{"loop", "launch"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "launch" {
+				t.Setenv("KQUANT_CUDA_LLOYD", "launch")
+			}
+			profiled, finals, other := 0, 0, 0
+			for _, c := range []struct {
+				name, space string
+				k, nfixed   int
+				tol         float64
+				steps       int
+				util        bool
+				fixpoint    bool // from centroids that Lloyd does not move
+			}{
+				{"smarties.png", "rgb", 16, 0, 0, 40, true, false},
+				{"smarties.png", "rgb", 64, 0, 0, 40, false, false},
+				{"home.jpg", "lab", 256, 0, 1e-4, 40, true, false},
+				{"home.jpg", "rgb", 40, 3, 0, 40, true, false},  // an empty cluster
+				{"graf1.png", "rgb", 100, 0, 0, 5, true, false}, // stops on its last pass
+				{"smarties.png", "rgb", 24, 0, 1e-3, 40, true, false},
+				{"home.jpg", "rgb", 64, 2, 5e-4, 40, false, false},
+				{"starry_night.jpg", "rgb", 256, 0, 1e-5, 64, true, false},
+				{"smarties.png", "rgb", 16, 0, 0, 8, true, true}, // a settled pass whose centroids did not move
+				{"home.jpg", "lab", 64, 0, 0, 8, false, true},
+			} {
+				colors, counts, _ := UniqueRGB(loadPixels(t, c.name))
+				pts := colourPoints(colors, counts, c.space)
+				rng := rand.New(rand.NewPCG(uint64(c.k), 7))
+				cent := make([]int32, 0, c.k*pts.Dim)
+				for range c.k {
+					cent = append(cent, pts.At(rng.IntN(pts.Len()))...)
+				}
+				if c.nfixed > 0 { // a centroid no point takes: an empty cluster
+					copy(cent[(c.k-1)*pts.Dim:], cent[:pts.Dim])
+				}
+				if c.fixpoint { // the host's iterations until they move no centroid
+					recs := hostLloyd(t, pts, cent, c.nfixed, -1, nil, 1000)
+					cent = recs[len(recs)-1].Next
+				}
+				ks, err := b.Open(pts, kmeans.SessionOptions{MaxK: c.k})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := ks.(*session)
+				s.ProfileAhead(true, c.util)
+				got, err := s.LloydSteps(ctx, cent, c.nfixed, c.tol, nil, c.steps)
+				if err != nil {
+					t.Fatalf("%s k=%d: %v", c.name, c.k, err)
+				}
+				s.ProfileAhead(false, false)
+				// the centroids of the last labelling, and whether it ends the run
+				n := len(got)
+				labelled := cent
+				if n >= 2 {
+					labelled = got[n-2].Next
+				}
+				last := got[n-1]
+				ends := last.Final || !last.Empty && slices.Equal(last.Next, labelled)
+				what := fmt.Sprintf("%s %s k=%d (%d records, final %v, ends the run %v)", c.name, c.space, c.k, n, last.Final, ends)
+				if s.pcache.ok != ends {
+					t.Errorf("%s: the batch kept a profile: %v", what, s.pcache.ok)
+				}
+				switch {
+				case ends && last.Final:
+					finals++
+				case ends:
+					profiled++
+				default:
+					other++
+				}
+				// the CPU's
+				h, err := kmeans.CPU.Open(pts, kmeans.SessionOptions{MaxK: c.k})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var hs kmeans.Stats
+				ci, cu := make([]uint64, c.k), make([]uint64, c.k)
+				if err := h.Assign(ctx, labelled, &hs); err != nil {
+					t.Fatal(err)
+				}
+				if err := h.(kmeans.Profiler).Profile(ctx, ci, cu); err != nil {
+					t.Fatal(err)
+				}
+				h.Close()
+				check := func(how string, util, cached bool) {
+					t.Helper()
+					gi, gu := make([]uint64, c.k), make([]uint64, c.k)
+					u := gu
+					if !util {
+						u = nil
+					}
+					n0 := s.profCached
+					if err := s.Profile(ctx, gi, u); err != nil {
+						t.Fatal(err)
+					}
+					if hit := s.profCached > n0; hit != cached {
+						t.Errorf("%s: %s: answered from the batch %v, want %v", what, how, hit, cached)
+					}
+					if !slices.Equal(gi, ci) || util && !slices.Equal(gu, cu) {
+						t.Errorf("%s: %s: the profile differs from the CPU's", what, how)
+					}
+				}
+				check("Profile", c.util, ends)
+				check("Profile of the inertia", false, ends)
+				if !c.util {
+					check("Profile with the utility", true, false)
+				}
+				// the session's own job, after an Assign of the same centroids
+				var gs kmeans.Stats
+				if err := s.Assign(ctx, labelled, &gs); err != nil {
+					t.Fatal(err)
+				}
+				if s.pcache.ok {
+					t.Errorf("%s: the batch's profile outlived an Assign", what)
+				}
+				check("Profile after an Assign", true, false)
+				t.Logf("%s: as the CPU's", what)
+				s.Close()
+			}
+			if profiled == 0 || finals == 0 || other == 0 {
+				t.Errorf("batches that profiled a settled pass %d, a final labelling %d, none %d: want each", profiled, finals, other)
+			}
+		})
+	}
+}
+
+// spyBackend opens the device's sessions as spySessions.
+type spyBackend struct {
+	*Backend
+	mu             sync.Mutex
+	profiles, hits int     // Profiles, and those answered from a batch
+	errs           []error // cached answers unlike the session's own job or the CPU's
+}
+
+// spySession is a device session whose Profile, where it answers from a
+// batch's profile (ProfileAhead), checks that answer against the
+// session's own job (Profile as after an Assign of the same centroids:
+// kq_profile does not read the labels) and the CPU's.
+type spySession struct {
+	*session
+	b   *spyBackend
+	pts *kmeans.Points
+	opt kmeans.SessionOptions
+	cpu kmeans.Session
+}
+
+func (b *spyBackend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Session, error) {
+	s, err := b.Backend.Open(pts, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &spySession{session: s.(*session), b: b, pts: pts, opt: opt}, nil
+}
+
+func (s *spySession) Profile(ctx context.Context, inertia, utility []uint64) error {
+	n0 := s.profCached
+	if err := s.session.Profile(ctx, inertia, utility); err != nil {
+		return err
+	}
+	hit := s.profCached > n0
+	s.b.mu.Lock()
+	s.b.profiles++
+	if hit {
+		s.b.hits++
+	}
+	s.b.mu.Unlock()
+	if !hit {
+		return nil
+	}
+	fail := func(err error) error {
+		s.b.mu.Lock()
+		s.b.errs = append(s.b.errs, err)
+		s.b.mu.Unlock()
+		return nil
+	}
+	k := s.k
+	fi, fu, ci, cu := make([]uint64, k), make([]uint64, k), make([]uint64, k), make([]uint64, k)
+	u := fu
+	if utility == nil {
+		u = nil
+	}
+	s.pcache.ok = false // the session's own job
+	err := s.session.Profile(ctx, fi, u)
+	s.pcache.ok = true
+	if err != nil {
+		return err
+	}
+	if s.cpu == nil {
+		opt := s.opt
+		opt.Algorithm, opt.OneRun, opt.Refining = "", false, false // new centroids at every check
+		if s.cpu, err = kmeans.CPU.Open(s.pts, opt); err != nil {
+			return err
+		}
+	}
+	var st kmeans.Stats
+	if err := s.cpu.Assign(ctx, s.prev, &st); err != nil {
+		return err
+	}
+	if err := s.cpu.(kmeans.Profiler).Profile(ctx, ci, cu); err != nil {
+		return err
+	}
+	switch {
+	case !slices.Equal(inertia[:k], fi) || utility != nil && !slices.Equal(utility[:k], fu):
+		return fail(fmt.Errorf("k=%d: a batch's profile differs from the session's own", k))
+	case !slices.Equal(inertia[:k], ci) || utility != nil && !slices.Equal(utility[:k], cu):
+		return fail(fmt.Errorf("k=%d: a batch's profile differs from the CPU's", k))
+	}
+	return nil
+}
+
+func (s *spySession) Close() error {
+	if s.cpu != nil {
+		s.cpu.Close()
+	}
+	return s.session.Close()
+}
+
+// TestProfileAheadRuns: whole default runs on the device (breathing,
+// whose Profiles after a Lloyd run the batches answer) give the CPU's
+// model, and every Profile answered from a batch equals the session's
+// own and the CPU's.
+func TestProfileAheadRuns(t *testing.T) {
+	g := gpu(t)
+	if err := g.FastPathError(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sb := &spyBackend{Backend: g}
+	for _, name := range []string{"smarties.png", "home.jpg", "starry_night.jpg", "graf1.png"} {
+		colors, counts, _ := UniqueRGB(loadPixels(t, name))
+		for _, space := range []string{"rgb", "lab"} {
+			pts := colourPoints(colors, counts, space)
+			for _, k := range []int{16, 64, 256} {
+				cfg := kmeans.Config{K: k, Seed: 7}
+				cfg.Backend = kmeans.CPU
+				want, err := kmeans.Run(ctx, pts, cfg, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Backend = sb
+				p0, h0 := sb.profiles, sb.hits
+				got, err := kmeans.Run(ctx, pts, cfg, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sameModel(got, want); err != nil {
+					t.Errorf("%s %s k=%d: %v", name, space, k, err)
+				}
+				t.Logf("%s %s k=%d: %d of %d Profiles answered by their batch", name, space, k, sb.hits-h0, sb.profiles-p0)
+			}
+		}
+	}
+	for _, err := range sb.errs {
+		t.Error(err)
+	}
+	if sb.hits == 0 {
+		t.Error("no Profile was answered by its batch")
 	}
 }
 

@@ -80,6 +80,11 @@ static_assert(__builtin_offsetof(Params, sel) == 168, "Params.sel");
 // sets it; every Assign clears the scalars first): the fast and scalar
 // kernels then do nothing.
 #define SCAL_STOP 7
+// SCAL_PROF is the scalar that kq_lloyd_next sets where it stops a batch
+// whose last labelling ends the engine's run and writes that labelling's
+// centroids for kq_profile (LloydParams.pcent): the gate of the batch's
+// kq_profile (ProfParams.gate).
+#define SCAL_PROF 6
 
 __device__ __forceinline__ bool lloyd_stopped(const Params& p) {
     return ((volatile const u64*)p.scal)[SCAL_STOP] != 0;
@@ -1643,10 +1648,12 @@ struct ProfParams {
     u64 cent;     // i64 [k*dim], centred
     u64 out;      // u64 [2k]: inertia of each cluster, then utility
     int n, npad, k, dim;
-    int util, smem, pad0, pad1;  // util: utility too; smem: block sums in shared memory
+    int util, smem;  // util: utility too; smem: block sums in shared memory
+    u64 gate;        // 0, or a u64 that must be nonzero for the kernel to run (a batch's SCAL_PROF)
 };
 
 static_assert(sizeof(ProfParams) == 64, "ProfParams layout");
+static_assert(__builtin_offsetof(ProfParams, gate) == 56, "ProfParams.gate");
 
 // ------------------------------------------------- batched Lloyd iterations
 //
@@ -1658,6 +1665,15 @@ static_assert(sizeof(ProfParams) == 64, "ProfParams layout");
 // the batch's last iteration) or prepares the next pass: its centroids,
 // their fragments and float4 centres (the host's layout.fragments and
 // layout.centres), and cleared scalars. One block.
+//
+// Where it stops the batch, cur still holds the centroids of the pass just
+// recorded, the batch's last labelling: the update above wrote next only
+// into the record. With pcent set, and where that labelling ends the
+// engine's run (the engine neither moves a centroid after it nor labels
+// again: a final labelling, or a settled pass whose centroids did not move
+// and left no cluster empty), it writes them there, centred, as int64 (the
+// host's Profile would upload them so) and sets SCAL_PROF, so that the
+// batch's kq_profile, launched after it, profiles that labelling.
 
 struct LloydParams {
     u64 acc, scal, frag, cent;  // the pass's sums and scalars; its tables
@@ -1669,9 +1685,11 @@ struct LloydParams {
     int it, last, haveprev, stride;
     int center[4];
     long long radius;
+    u64 pcent;  // 0, or i64 [k·dim]: the centred centroids of the last labelling, for kq_profile
 };
 
-static_assert(sizeof(LloydParams) == 120, "LloydParams layout");
+static_assert(sizeof(LloydParams) == 128, "LloydParams layout");
+static_assert(__builtin_offsetof(LloydParams, pcent) == 120, "LloydParams.pcent");
 
 #define REC_SETTLED 1
 #define REC_EMPTY 2
@@ -1701,7 +1719,7 @@ __device__ __forceinline__ u32 half_of(int v) {
 
 // lloyd_next_block is kq_lloyd_next's work for iteration it, in one block.
 __device__ void lloyd_next_block(const LloydParams& p, int it) {
-    __shared__ int diff, empty, unfit, stop;
+    __shared__ int diff, empty, unfit, stop, ends;
     volatile u64* scal = (volatile u64*)p.scal;
     if (scal[SCAL_STOP]) return;
     if (threadIdx.x == 0) diff = empty = unfit = 0;
@@ -1742,7 +1760,7 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
             // the pass after a settled one whose centroids moved: the
             // final labelling, which the engine would make by an Assign
             head[2] = REC_FINAL | REC_DONE;
-            stop = 1;
+            stop = ends = 1;
         } else {
             const bool same = !diff;
             const bool settled =
@@ -1752,15 +1770,26 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
             // a settled pass whose centroids moved lets one more pass
             // label the points with them, where the batch has room
             stop = (settled && same) || empty || unfit || it >= p.last;
+            // the engine's run ends here (same implies settled, so stop);
+            // an empty cluster it would fill and go on
+            ends = same && !empty;
         }
         if (stop) {
             scal[SCAL_STOP] = 1;
+            if (ends && p.pcent) scal[SCAL_PROF] = 1;
         } else {
             scal[0] = scal[1] = scal[2] = 0;
         }
     }
     __syncthreads();
-    if (stop) return;
+    if (stop) {
+        if (ends && p.pcent) {
+            // the last labelling's centroids (cur), centred, for kq_profile
+            i64* pc = (i64*)p.pcent;
+            for (int e = threadIdx.x; e < k * dim; e += blockDim.x) pc[e] = (i64)cur[e] - p.center[e % dim];
+        }
+        return;
+    }
     // the next pass's centroids and tables
     u32* frag = (u32*)p.frag;
     float4* cent = (float4*)p.cent;
@@ -1831,6 +1860,8 @@ extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p16(const
 
 extern "C" __global__ void __launch_bounds__(256) kq_profile(const ProfParams p) {
     extern __shared__ __align__(16) u32 sprof[];
+    // a batch's profile of a labelling that does not end the engine's run
+    if (p.gate && *(volatile const u64*)p.gate == 0) return;
     const int k = p.k, dim = p.dim, slots = p.util ? 2 * k : k;
     if (p.smem) {
         for (int e = threadIdx.x; e < 2 * slots; e += blockDim.x) sprof[e] = 0;

@@ -3,10 +3,12 @@ package cudakern
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/trace"
+	"slices"
 	"unsafe"
 
 	"github.com/kquant/kquant/kmeans"
@@ -21,6 +23,7 @@ type lloydParams struct {
 	It, Last, HavePrev, Stride      int32
 	Center                          [4]int32
 	Radius                          int64
+	Pcent                           uint64 // 0, or where the last labelling's centroids go, centred, for kq_profile
 }
 
 // lloydLoop mirrors struct LloydLoop of kernels.cu (the loop kernels).
@@ -39,15 +42,22 @@ const (
 	recFinal   = 32
 )
 
+// scalProf is SCAL_PROF of kernels.cu: the scalar that kq_lloyd_next sets
+// where it stopped a batch on a labelling that ends the engine's run and
+// wrote that labelling's centroids for kq_profile.
+const scalProf = 6
+
 // recHead is the bytes of a record before its counts.
 const recHead = 32
 
 // batchState holds the device buffers of batched iterations: the
-// centroids of the pass under way and the records.
+// centroids of the pass under way and the records, then, where the batch
+// profiles its last labelling (ProfileAhead), kq_profile's output and
+// that labelling's centred centroids.
 type batchState struct {
 	dCur, dRec     uint64
 	curCap, recCap int    // bytes
-	recs           []byte // host copy of the records
+	recs           []byte // host copy of the records (and of the profile)
 	dBar           uint64 // the loop kernels' grid barrier (launchCoop zeroes it)
 }
 
@@ -108,11 +118,32 @@ func (s *session) batchKernel(cent []int32) (string, error) {
 // makes all passes after the first, with grid barriers between the update
 // and the pass (stepsLoop); else the two kernels are launched a pass.
 // KQUANT_CUDA_LLOYD=step makes it decline, and =launch launches a pass's
-// kernels, for comparisons. Its parts are runtime/trace regions:
-// cudakern.batch-first (the first pass's tables and launch),
-// cudakern.batch-launch (the later passes' launch) and cudakern.batch-wait
-// (the device's work to come and the read-back of the records).
+// kernels, for comparisons.
+//
+// Under ProfileAhead the batch also profiles its last labelling, in the
+// same job: where kq_lloyd_next stops the batch on a labelling that ends
+// the engine's Lloyd run (a final labelling, or a settled pass whose
+// centroids did not move and that left no cluster empty), it writes that
+// labelling's centroids, centred as int64, after the records and sets
+// SCAL_PROF; kq_profile, launched after the passes and gated on SCAL_PROF,
+// writes its sums after the records too, and they come back with the
+// records in one read-back. Profile then answers from them (pcache) until
+// the labelling changes; the values are those of Profile's own job, since
+// kq_profile gets the same centroids, centred the same way, and the same
+// points. A batch that stops elsewhere (its last pass, an empty cluster,
+// centroids outside the fast kernels' range: the engine goes on with
+// another batch or an Assign) leaves SCAL_PROF clear, and its kq_profile
+// is a launch whose blocks return at once, a few µs of the device's time
+// in a job that waits for the device anyway; every batch under
+// ProfileAhead reads back 8k (16k with the utility) bytes more.
+//
+// Its parts are runtime/trace regions: cudakern.batch-first (the first
+// pass's tables and launch), cudakern.batch-launch (the later passes'
+// launch), cudakern.batch-profile (kq_profile's launch, under
+// ProfileAhead) and cudakern.batch-wait (the device's work to come and
+// the read-back of the records).
 func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]kmeans.LloydStep, error) {
+	s.pcache.ok = false // a batch's profile no longer describes the labelling
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -137,19 +168,37 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		s.batch = &batchState{}
 	}
 	bs := s.batch
-	if len(bs.recs) < stride*steps {
-		bs.recs = make([]byte, stride*steps)
+	// dRec: the records, then under ProfileAhead kq_profile's output
+	// (pslots u64) and the last labelling's centred centroids (k·dim i64)
+	ahead, util := s.ahead != aheadNone, s.ahead == aheadUtility
+	nrec, pslots, pcent := stride*steps, 0, 0
+	if ahead {
+		pslots = profSlots(k, util)
+		pcent = nrec + 8*pslots
 	}
-	recs := bs.recs[:stride*steps]
+	back := nrec + 8*pslots // read back: the records and the profile
+	size := back
+	if ahead {
+		size = pcent + 8*k*dim
+	}
+	if len(bs.recs) < back {
+		bs.recs = make([]byte, back)
+	}
+	recs, prof := bs.recs[:nrec], bs.recs[nrec:back]
 	err = s.b.w.doIter(func() error {
 		b := s.b
+		if ahead {
+			if err := s.ensureI32(); err != nil { // kq_profile's points
+				return err
+			}
+		}
 		if err := b.grow(&bs.dCur, &bs.curCap, 4*k*dim); err != nil {
 			return err
 		}
-		if err := b.grow(&bs.dRec, &bs.recCap, stride*steps); err != nil {
+		if err := b.grow(&bs.dRec, &bs.recCap, size); err != nil {
 			return err
 		}
-		if err := b.memset32(bs.dRec, 0, stride*steps/4); err != nil {
+		if err := b.memset32(bs.dRec, 0, back/4); err != nil {
 			return err
 		}
 		if err := b.htod(bs.dCur, unsafe.Pointer(&cent[0]), 4*k*dim); err != nil {
@@ -180,6 +229,9 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		if prev != nil {
 			lp.Prev, lp.HavePrev = *prev, 1
 		}
+		if ahead {
+			lp.Pcent = bs.dRec + uint64(pcent)
+		}
 		for j := range dim {
 			lp.Center[j] = int32(L.center[j])
 		}
@@ -206,8 +258,17 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 			}
 		}
 		rg.End()
+		if ahead {
+			// after the passes, in stream order: the labelling of the
+			// last, where kq_lloyd_next set SCAL_PROF
+			rg = trace.StartRegion(ctx, "cudakern.batch-profile")
+			if err := s.profileLaunch(lp.Pcent, bs.dRec+uint64(nrec), s.dAcc+8*scalProf, k, util); err != nil {
+				return err
+			}
+			rg.End()
+		}
 		rg = trace.StartRegion(ctx, "cudakern.batch-wait")
-		if err := b.dtoh(unsafe.Pointer(&recs[0]), bs.dRec, len(recs)); err != nil {
+		if err := b.dtoh(unsafe.Pointer(&bs.recs[0]), bs.dRec, back); err != nil {
 			return err
 		}
 		return b.dtoh(unsafe.Pointer(&acc[0]), s.dAcc, 8*len(acc))
@@ -249,6 +310,24 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("cudakern: a batch of %d passes recorded none", steps)
+	}
+	if ahead && acc[scalProf] != 0 {
+		// kq_lloyd_next profiled the labelling it stopped on, which must
+		// be the last record's, and one that ends the engine's run
+		lastRec := out[len(out)-1]
+		if !lastRec.Final && (lastRec.Empty || !slices.Equal(lastRec.Next, last)) {
+			return nil, errors.New("cudakern: a batch profiled a labelling that does not end the run")
+		}
+		pc := &s.pcache
+		if cap(pc.vals) < 2*k {
+			pc.vals = make([]uint64, 2*k)
+		}
+		pc.vals = pc.vals[:2*k]
+		clear(pc.vals)
+		for i := range pslots {
+			pc.vals[i] = binary.LittleEndian.Uint64(prof[8*i:])
+		}
+		pc.ok, pc.util, pc.k = true, util, k
 	}
 	// the session is as after the last pass's Assign
 	s.k, s.valid, s.accOK = k, true, true

@@ -27,7 +27,8 @@ const paramsSize = int(unsafe.Sizeof(kparams{}))
 type profParams struct {
 	Pts, Weights, Cent, Out uint64
 	N, Npad, K, Dim         int32
-	Util, Smem, pad0, pad1  int32
+	Util, Smem              int32
+	Gate                    uint64 // 0, or a u64 on the device that must be nonzero for the kernel to run
 }
 
 // Params.flags and Params.fmt, as in kernels.cu.

@@ -46,16 +46,23 @@ func TestParamsLayout(t *testing.T) {
 		t.Errorf("params (%d bytes) overflow the %d-byte header", paramsSize, upHeader)
 	}
 	var pp profParams
-	if unsafe.Sizeof(pp) != 64 || unsafe.Offsetof(pp.N) != 32 || unsafe.Offsetof(pp.Util) != 48 {
-		t.Errorf("profParams: size %d, N at %d, Util at %d; want 64, 32, 48", unsafe.Sizeof(pp), unsafe.Offsetof(pp.N), unsafe.Offsetof(pp.Util))
+	if unsafe.Sizeof(pp) != 64 || unsafe.Offsetof(pp.N) != 32 || unsafe.Offsetof(pp.Util) != 48 || unsafe.Offsetof(pp.Gate) != 56 {
+		t.Errorf("profParams: size %d, N at %d, Util at %d, Gate at %d; want 64, 32, 48, 56",
+			unsafe.Sizeof(pp), unsafe.Offsetof(pp.N), unsafe.Offsetof(pp.Util), unsafe.Offsetof(pp.Gate))
 	}
 	var sp ppParams
 	if unsafe.Sizeof(sp) != 408 || unsafe.Offsetof(sp.N) != 88 || unsafe.Offsetof(sp.Rs) != 152 {
 		t.Errorf("ppParams: size %d, N at %d, Rs at %d; want 408, 88, 152", unsafe.Sizeof(sp), unsafe.Offsetof(sp.N), unsafe.Offsetof(sp.Rs))
 	}
+	var lp lloydParams
+	if unsafe.Sizeof(lp) != 128 || unsafe.Offsetof(lp.Tol) != 48 || unsafe.Offsetof(lp.K) != 64 ||
+		unsafe.Offsetof(lp.Center) != 96 || unsafe.Offsetof(lp.Radius) != 112 || unsafe.Offsetof(lp.Pcent) != 120 {
+		t.Errorf("lloydParams: size %d, Tol at %d, K at %d, Center at %d, Radius at %d, Pcent at %d; want 128, 48, 64, 96, 112, 120",
+			unsafe.Sizeof(lp), unsafe.Offsetof(lp.Tol), unsafe.Offsetof(lp.K), unsafe.Offsetof(lp.Center), unsafe.Offsetof(lp.Radius), unsafe.Offsetof(lp.Pcent))
+	}
 	var ll lloydLoop
-	if unsafe.Sizeof(ll) != 312 || unsafe.Offsetof(ll.LP) != 184 || unsafe.Offsetof(ll.Bar) != 304 {
-		t.Errorf("lloydLoop: size %d, LP at %d, Bar at %d; want 312, 184, 304", unsafe.Sizeof(ll), unsafe.Offsetof(ll.LP), unsafe.Offsetof(ll.Bar))
+	if unsafe.Sizeof(ll) != 320 || unsafe.Offsetof(ll.LP) != 184 || unsafe.Offsetof(ll.Bar) != 312 {
+		t.Errorf("lloydLoop: size %d, LP at %d, Bar at %d; want 320, 184, 312", unsafe.Sizeof(ll), unsafe.Offsetof(ll.LP), unsafe.Offsetof(ll.Bar))
 	}
 	var pl ppLoop
 	if unsafe.Sizeof(pl) != 464 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 456 {
@@ -645,6 +652,32 @@ func TestCellConstants(t *testing.T) {
 	}
 	if cellCount(3)%4 != 0 {
 		t.Errorf("%d cells: the lists after the counts must stay 4-byte aligned", cellCount(3))
+	}
+}
+
+// TestBatchConstants: the flags of a batch's records, the scalars of a
+// batch and kq_profile's split agree between kernels.cu and the session.
+func TestBatchConstants(t *testing.T) {
+	src, err := os.ReadFile("kernels.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"REC_SETTLED": recSettled, "REC_EMPTY": recEmpty, "REC_UNFIT": recUnfit,
+		"REC_DONE": recDone, "REC_FINAL": recFinal, "SCAL_PROF": scalProf, "PROF_SPLIT": profSplit} {
+		var got int
+		found := false
+		for _, line := range strings.Split(string(src), "\n") {
+			if _, err := fmt.Sscanf(line, "#define "+name+" %d", &got); err == nil {
+				found = true
+				break
+			}
+		}
+		if !found || got != want {
+			t.Errorf("kernels.cu: %s = %d (found %v), Go: %d", name, got, found, want)
+		}
+	}
+	if scalProf >= nscal || scalProf <= 4 || scalProf == 7 { // 0–4 the passes', 7 SCAL_STOP
+		t.Errorf("SCAL_PROF = %d: not a spare scalar of %d", scalProf, nscal)
 	}
 }
 

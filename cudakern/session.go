@@ -130,6 +130,10 @@ type session struct {
 	force string     // the fast kernel of the passes of a batch (lloyd.go)
 	pass  passLaunch // lloydPass's last launch
 	batch *batchState
+
+	ahead      int       // what a batch profiles of its last labelling: aheadNone, aheadInertia or aheadUtility (ProfileAhead)
+	pcache     profCache // a batch's profile of the session's labelling (profile.go)
+	profCached int       // Profiles answered from pcache (tests)
 }
 
 // passLaunch is a lloydPass's launch, which a batch repeats.
@@ -247,6 +251,7 @@ func (s *session) Close() error {
 
 // Assign implements kmeans.Session.
 func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stats) error {
+	s.pcache.ok = false // a batch's profile no longer describes the labelling
 	if s.pts == nil {
 		return errors.New("cudakern: Assign on a closed session")
 	}

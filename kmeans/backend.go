@@ -91,6 +91,21 @@ type Profiler interface {
 	Profile(ctx context.Context, inertia, utility []uint64) error
 }
 
+// An AheadProfiler is a Profiler that can profile the labelling that ends
+// a Lloyd run within the run's last LloydSteps call (it is useful in a
+// LloydRunner), where its points are, so that the Profile after the run
+// costs no round trip of its own (a device's). ProfileAhead says whether
+// the engine will Profile the last labelling of each Lloyd run to come,
+// until the next call (on), and whether with the utility (utility). It
+// only saves work: Profile answers the same with or without it, from
+// what the session kept where that still describes its labelling, else
+// as it would otherwise. Breathing k-means asks for it around the runs
+// whose result it profiles.
+type AheadProfiler interface {
+	Profiler
+	ProfileAhead(on, utility bool)
+}
+
 // A Rebaser is a Session that can carry what it knows over a change of
 // the centroid set, such as breathing k-means makes: Rebase says that
 // centroid i of the next Assign descends from centroid from[i] of the last

@@ -63,7 +63,8 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		if cfg.K <= smallK {
 			grownSg.tol = max(sg.tol, grownTol)
 		}
-		mg, err := r.lloyd(ctx, grownSg, start, grown)
+		// the breath out profiles the run's result, with the utility
+		mg, err := r.lloydAhead(ctx, grownSg, start, grown, true)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +93,11 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		if err := rebase(sg, from); err != nil {
 			return nil, err
 		}
-		ms, err := r.lloyd(ctx, sg, start, shrunk)
+		// the next cycle's breath in profiles the run's result where it
+		// is the best and breathing goes on; else an AheadProfiler
+		// profiled it in vain, which costs it less than the round trip
+		// it saves where the run's result is profiled
+		ms, err := r.lloydAhead(ctx, sg, start, shrunk, false)
 		if err != nil {
 			return nil, err
 		}
@@ -169,6 +174,24 @@ func remove(m *Model, order []int, n int) []bool {
 		}
 	}
 	return removed
+}
+
+// lloydAhead is r.lloyd for a run whose result (the centroids of its last
+// labelling) the engine will profile, with the utility if util: it says
+// so first to a session that is an AheadProfiler, and no more after.
+func (r *runner) lloydAhead(ctx context.Context, sg stage, start int, cent []int32, util bool) (*Model, error) {
+	profileAhead(sg, true, util)
+	defer profileAhead(sg, false, false)
+	return r.lloyd(ctx, sg, start, cent)
+}
+
+// profileAhead tells a session that is an AheadProfiler whether the
+// engine will profile the last labelling of the Lloyd runs to come (on),
+// with the utility if util.
+func profileAhead(sg stage, on, util bool) {
+	if ap, ok := sg.sess.(AheadProfiler); ok {
+		ap.ProfileAhead(on, util)
+	}
 }
 
 // rebase passes the ancestry of the next centroids to sessions that use it.

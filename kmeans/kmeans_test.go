@@ -1036,6 +1036,185 @@ func testLloydRunner(t *testing.T, final bool) {
 	}
 }
 
+// aheadSession is a lloydSession (with final labellings) that is also an
+// AheadProfiler, as the CUDA backend's session is: a LloydSteps call under
+// ProfileAhead keeps the profile of its last labelling (the CPU session's
+// Profile of it), and Profile answers from that until the next Assign or
+// LloydSteps. It records each Lloyd run (a LloydSteps call without prev
+// starts one) with what ProfileAhead said for it, whether the run's
+// result was profiled (the labelling of its last batch, or of the Assign
+// with its last centroids by which the engine may end a run), and how
+// each Profile was answered.
+type aheadSession struct {
+	*lloydSession
+	prof     Profiler // the CPU session's
+	on, util bool     // what ProfileAhead said last
+
+	cached, cachedUtil bool // a profile of the labelling, with the utility
+	cache              [2][]uint64
+
+	runs     []aheadRun
+	result   bool    // the labelling is the last run's result
+	lastNext []int32 // the centroids after the last batch's last iteration (none after a Final)
+	hits     int     // Profiles answered from the cache
+	// unasked: Profiles of a run's result that ProfileAhead did not
+	// announce (or without the utility they asked for)
+	unasked int
+	mixed   int // LloydSteps calls whose ProfileAhead differs from their run's first
+}
+
+// aheadRun is what aheadSession records of a Lloyd run.
+type aheadRun struct {
+	on, util           bool // ProfileAhead's, at the run's first call
+	profiled, withUtil bool // a Profile of its result followed (with the utility)
+}
+
+func (s *aheadSession) ProfileAhead(on, util bool) { s.on, s.util = on, util }
+
+func (s *aheadSession) Assign(ctx context.Context, cent []int32, st *Stats) error {
+	s.cached = false
+	s.result = s.result && slices.Equal(cent, s.lastNext)
+	return s.lloydSession.Assign(ctx, cent, st)
+}
+
+func (s *aheadSession) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]LloydStep, error) {
+	s.cached = false
+	if prev == nil {
+		s.runs = append(s.runs, aheadRun{on: s.on, util: s.util})
+	} else if r := s.runs[len(s.runs)-1]; r.on != s.on || r.util != s.util {
+		s.mixed++
+	}
+	out, err := s.lloydSession.LloydSteps(ctx, cent, nfixed, tol, prev, steps)
+	if err != nil {
+		return nil, err
+	}
+	s.result, s.lastNext = true, out[len(out)-1].Next
+	if s.on {
+		k := len(out[0].Counts)
+		s.cache = [2][]uint64{make([]uint64, k), make([]uint64, k)}
+		var u []uint64
+		if s.util {
+			u = s.cache[1]
+		}
+		if err := s.prof.Profile(ctx, s.cache[0], u); err != nil {
+			return nil, err
+		}
+		s.cached, s.cachedUtil = true, s.util
+	}
+	return out, nil
+}
+
+func (s *aheadSession) Profile(ctx context.Context, inertia, utility []uint64) error {
+	if s.result {
+		r := &s.runs[len(s.runs)-1]
+		if !r.on || utility != nil && !r.util {
+			s.unasked++
+		}
+		r.profiled = true
+		r.withUtil = r.withUtil || utility != nil
+	}
+	if s.cached && (utility == nil || s.cachedUtil) {
+		s.hits++
+		copy(inertia, s.cache[0])
+		if utility != nil {
+			copy(utility, s.cache[1])
+		}
+		return nil
+	}
+	return s.prof.Profile(ctx, inertia, utility)
+}
+
+// aheadBackend opens aheadSessions (on the reduced set too).
+type aheadBackend struct {
+	mu       sync.Mutex
+	sessions []*aheadSession
+}
+
+func (b *aheadBackend) Name() string                  { return "ahead-test" }
+func (b *aheadBackend) RunsCoarse(n, k, dim int) bool { return true }
+
+func (b *aheadBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
+	s, err := CPU.Open(pts, opt)
+	if err != nil {
+		return nil, err
+	}
+	as := &aheadSession{lloydSession: &lloydSession{Session: s, pts: pts, final: true}, prof: s.(Profiler)}
+	b.mu.Lock()
+	b.sessions = append(b.sessions, as)
+	b.mu.Unlock()
+	return as, nil
+}
+
+// TestProfileAhead: breathing announces (AheadProfiler) exactly the Lloyd
+// runs whose result it profiles: every grown run, with the utility, and
+// every shrunk run, and the one start's run where there is one start,
+// without; no other run, and no Profile of a run's result unannounced.
+// Profiles answered from what the session kept leave the model and the
+// iterations the CPU's.
+func TestProfileAhead(t *testing.T) {
+	p := randomPoints(33, 6000, 3, 2040)
+	hits := 0
+	for _, cfg := range []Config{
+		{K: 12, Seed: 9, Starts: 2, Coarse: 1500},
+		{K: 80, Seed: 3, Coarse: 3000},
+		{K: 9, Seed: 4, Starts: 1, Fixed: []int32{0, 0, 0, 2040, 2040, 2040}, Coarse: -1, MaxIter: 40},
+		{K: 20, Seed: 2, Starts: 1, Breathe: 3, Tol: 1e-3, Coarse: -1},
+		{K: 16, Seed: 6, Starts: 3, Breathe: 2, Coarse: -1},
+	} {
+		var want, got []Iteration
+		m1, err := Run(context.Background(), p, cfg, func(it Iteration) { want = append(want, cloneIteration(it)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &aheadBackend{}
+		c := cfg
+		c.Backend = b
+		m2, err := Run(context.Background(), p, c, func(it Iteration) { got = append(got, cloneIteration(it)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := sameModel(m2, m1); msg != "" {
+			t.Errorf("K=%d: %s", cfg.K, msg)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("K=%d: the iterations differ from the CPU's", cfg.K)
+		}
+		oneStart := cfg.Starts == 1 || cfg.Starts == 0 && autoStarts(cfg.K) == 1
+		grown, shrunk, profiles := 0, 0, 0
+		for _, s := range b.sessions {
+			if s.on {
+				t.Errorf("K=%d: ProfileAhead still on after the run", cfg.K)
+			}
+			if s.unasked > 0 || s.mixed > 0 {
+				t.Errorf("K=%d: %d Profiles of a run's result not announced, %d batches announced unlike their run", cfg.K, s.unasked, s.mixed)
+			}
+			hits += s.hits
+			for i, r := range s.runs {
+				switch {
+				case r.on && r.util:
+					grown++
+					if !r.profiled || !r.withUtil {
+						t.Errorf("K=%d: run %d announced with the utility, not profiled with it", cfg.K, i)
+					}
+				case r.on:
+					shrunk++
+				}
+				if r.profiled {
+					profiles++
+				}
+			}
+		}
+		// a shrunk run after each grown one, and the one start's
+		if wantShrunk := grown + map[bool]int{true: 1}[oneStart]; grown == 0 || shrunk != wantShrunk {
+			t.Errorf("K=%d: %d runs announced with the utility, %d without; want %d without", cfg.K, grown, shrunk, wantShrunk)
+		}
+		t.Logf("K=%d: %d grown runs, %d other runs announced, %d runs profiled", cfg.K, grown, shrunk, profiles)
+	}
+	if hits == 0 {
+		t.Error("no Profile was answered from a batch's profile")
+	}
+}
+
 func cloneIteration(it Iteration) Iteration {
 	it.Centroids = slices.Clone(it.Centroids)
 	it.Counts = slices.Clone(it.Counts)

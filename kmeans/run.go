@@ -180,7 +180,12 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 			search = full
 		}
 		rg := trace.StartRegion(ctx, "kmeans.starts")
+		if depth > 0 && starts == 1 {
+			// breathing's first breath in profiles the one start's result
+			profileAhead(search, true, false)
+		}
 		best, iters, err := r.starts(ctx, search, starts)
+		profileAhead(search, false, false)
 		rg.End()
 		if err != nil {
 			return nil, err
