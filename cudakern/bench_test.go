@@ -386,6 +386,14 @@ func (s *meteredSession) Profile(ctx context.Context, inertia, utility []uint64)
 	return err
 }
 
+// ProfileAhead passes the engine's hint on (kmeans.AheadProfiler), so that
+// the Profiles a batch answers are timed as the engine sees them.
+func (s *meteredSession) ProfileAhead(on, utility bool) {
+	if ap, ok := s.Session.(kmeans.AheadProfiler); ok {
+		ap.ProfileAhead(on, utility)
+	}
+}
+
 // BenchmarkRunStages: whole quantize runs on the deduplicated colours of
 // real images with the GPU, the reduced set on the device: the run's wall
 // time, and the time and count of the sessions' opens, Assigns and
