@@ -1657,6 +1657,15 @@ func (s *autoSession) probeTree(centroids []int32) {
 	k := len(centroids) / s.pts.Dim
 	c := h.choiceInLloyd(k)
 	build := buildPassScale(s.pts.Len(), s.workers)
+	// The probe's build of its sample, scaled to the whole tree, is taken
+	// at no less than treeBuildShare: the sample's points fit in the
+	// caches, the whole tree's need not. On the H100 host (session 13,
+	// d = 32, k = 32, n = 30 000) the probe priced the build at 0.29
+	// one-thread Lloyd passes where the whole build took 0.5–0.6 (the
+	// model's 0.49), took the tree for passes 0.07 ms cheaper than the
+	// bounds', and lost its 5.5 ms build.
+	floor := treeBuildShare(s.pts.Len(), k)
+	price := func(b float64) float64 { return math.Max(b, floor) * build }
 	// Where the bounds will search much of every point, their price is
 	// what the gaps say. The gaps (a scan of a sample, 0.5 ms in 32
 	// dimensions at k = 32 on the 2-core VM) are only measured once a
@@ -1664,17 +1673,17 @@ func (s *autoSession) probeTree(centroids []int32) {
 	// price but would be taken at the most the gaps can say.
 	gapDone := h.cur != Bounds
 	take := func(r, b float64) bool {
-		if takeTree(r, b*build, c) {
+		if takeTree(r, price(b), c) {
 			return true
 		}
-		if gapDone || !takeTree(r, b*build, math.Max(c, h.boundsAtShare(k, boundsShare(0)))) {
+		if gapDone || !takeTree(r, price(b), math.Max(c, h.boundsAtShare(k, boundsShare(0)))) {
 			return false
 		}
 		gapDone = true
 		if g := sampleGap(s.pts, centroids); g > 0 && boundsShare(g) >= boundsFailShare {
 			c = math.Max(c, h.boundsAtShare(k, boundsShare(g)))
 		}
-		return takeTree(r, b*build, c)
+		return takeTree(r, price(b), c)
 	}
 	// the longest pass of the tree that take could take, at the most the
 	// gaps could price the bounds
@@ -1683,7 +1692,7 @@ func (s *autoSession) probeTree(centroids []int32) {
 		if !gapDone {
 			cm = math.Max(c, h.boundsAtShare(k, boundsShare(0)))
 		}
-		return takeMost(b*build, cm)
+		return takeMost(price(b), cm)
 	}
 	r, b, cut := treeProbe(s.pts, centroids, take, most, s.workers)
 	if r > 0 && take(r, b) {
@@ -1692,18 +1701,18 @@ func (s *autoSession) probeTree(centroids []int32) {
 			dims = fmt.Sprintf("dimension %d:", s.pts.Dim)
 		}
 		h.why = []string{fmt.Sprintf("%s: %s a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f: its first pass within %.2f, or its build repaid within %d passes): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
-			KDTree, dims, r, b*build, s.workers, c, treeProbeRatio, treeRepayPasses, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
+			KDTree, dims, r, price(b), s.workers, c, treeProbeRatio, treeRepayPasses, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
 		h.cur = KDTree
 		h.cands = append([]Algorithm{KDTree}, h.cands...)
 		return
 	}
 	switch {
 	case cut:
-		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample, its build %.2f Lloyd passes on %d threads, was cut after %.2f of a Lloyd pass, past the most the model's choice (%.2f) would leave it (its first pass within %.2f, or its build repaid within %d passes)", b*build, s.workers, r, c, treeProbeRatio, treeRepayPasses)
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample, its build %.2f Lloyd passes on %d threads, was cut after %.2f of a Lloyd pass, past the most the model's choice (%.2f) would leave it (its first pass within %.2f, or its build repaid within %d passes)", price(b), s.workers, r, c, treeProbeRatio, treeRepayPasses)
 	case math.IsInf(r, 1):
-		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f Lloyd passes on %d threads, more than the model's choice (%.2f) could save in %d", b*build, s.workers, c, treeRepayPasses)
+		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f Lloyd passes on %d threads, more than the model's choice (%.2f) could save in %d", price(b), s.workers, c, treeRepayPasses)
 	case r > 0:
-		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f: neither its first pass within %.2f nor its build repaid within %d passes)", r, b*build, s.workers, c, treeProbeRatio, treeRepayPasses)
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f: neither its first pass within %.2f nor its build repaid within %d passes)", r, price(b), s.workers, c, treeProbeRatio, treeRepayPasses)
 	}
 }
 
