@@ -3,9 +3,10 @@ import glob,re,statistics as S,sys
 # with open spread over the iterations (the same run's open, as old binaries report it); plus the new
 # binaries' own "open counted" column (least whole time over the repeats).
 d=sys.argv[1] if len(sys.argv)>1 else '.'
+pre=sys.argv[2] if len(sys.argv)>2 else ''  # a file prefix, e.g. h100-s13-cpu16-call3-
 res={}
-for f in sorted(glob.glob(d+'/d*-kquant-*-*.md')):
-    m=re.search(r'(d\d+)-(kquant-\w+)-(\d+)\.md',f); dim,b,r=m.groups()
+for f in sorted(glob.glob(d+'/'+pre+'d*-kquant-*-*.md')):
+    m=re.search(r'(d\d+)-(kquant-\w+)-(\d+)\.md$',f); dim,b,r=m.groups()
     rows={}; own={}
     for line in open(f):
         c=[x.strip() for x in line.split('|')]
