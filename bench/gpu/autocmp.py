@@ -1,4 +1,5 @@
 import glob,re,statistics as S,sys
+# (one script for every session: per pass, open counted from the same run, and the binary's own column)
 # per-run files d{8,32}-kquant-{old,new}-{r}.md: from the first table, auto / best single per pass and
 # with open spread over the iterations (the same run's open, as old binaries report it); plus the new
 # binaries' own "open counted" column (least whole time over the repeats).
