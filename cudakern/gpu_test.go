@@ -1054,14 +1054,7 @@ func TestLloydSteps(t *testing.T) {
 	} {
 		colors, counts, _ := UniqueRGB(loadPixels(t, c.name))
 		pts := colourPoints(colors, counts, c.space)
-		rng := rand.New(rand.NewPCG(uint64(c.k), 7))
-		cent := make([]int32, 0, c.k*pts.Dim)
-		for range c.k {
-			cent = append(cent, pts.At(rng.IntN(pts.Len()))...)
-		}
-		if c.nfixed > 0 { // a centroid no point takes: an empty cluster
-			copy(cent[(c.k-1)*pts.Dim:], cent[:pts.Dim])
-		}
+		cent := batchStart(pts, c.k, c.nfixed > 0)
 		s, err := b.Open(pts, kmeans.SessionOptions{MaxK: c.k})
 		if err != nil {
 			t.Fatal(err)
@@ -1131,6 +1124,21 @@ func TestLloydSteps(t *testing.T) {
 	}
 }
 
+// batchStart returns k centroids at points of pts drawn from a seed of
+// k, the last a copy of the first where empty is set (a centroid no
+// point takes: an empty cluster).
+func batchStart(pts *kmeans.Points, k int, empty bool) []int32 {
+	rng := rand.New(rand.NewPCG(uint64(k), 7))
+	cent := make([]int32, 0, k*pts.Dim)
+	for range k {
+		cent = append(cent, pts.At(rng.IntN(pts.Len()))...)
+	}
+	if empty {
+		copy(cent[(k-1)*pts.Dim:], cent[:pts.Dim])
+	}
+	return cent
+}
+
 // TestLloydStepsProfile: a batch under ProfileAhead profiles its last
 // labelling where that ends the engine's run (a final labelling, or a
 // settled pass whose centroids did not move and that left no cluster
@@ -1169,14 +1177,7 @@ func TestLloydStepsProfile(t *testing.T) {
 			} {
 				colors, counts, _ := UniqueRGB(loadPixels(t, c.name))
 				pts := colourPoints(colors, counts, c.space)
-				rng := rand.New(rand.NewPCG(uint64(c.k), 7))
-				cent := make([]int32, 0, c.k*pts.Dim)
-				for range c.k {
-					cent = append(cent, pts.At(rng.IntN(pts.Len()))...)
-				}
-				if c.nfixed > 0 { // a centroid no point takes: an empty cluster
-					copy(cent[(c.k-1)*pts.Dim:], cent[:pts.Dim])
-				}
+				cent := batchStart(pts, c.k, c.nfixed > 0)
 				if c.fixpoint { // the host's iterations until they move no centroid
 					recs := hostLloyd(t, pts, cent, c.nfixed, -1, nil, 1000)
 					cent = recs[len(recs)-1].Next

@@ -638,20 +638,26 @@ func TestCellConstants(t *testing.T) {
 		"CELL_SUB_BITS": cellSubBits, "CELL_MAXK": idpMaxK, "CELL_MAXK16": cellWideMaxK,
 		"F_ALL_MOVED": flagAllMoved, "F_FRESH_ACC": flagFreshAcc, "F_ACC32": flagAcc32, "F_AGGREGATE": flagAggregate,
 		"F_NO_ACC": flagNoAcc, "F_TILE": flagTile} {
-		var got int
-		found := false
-		for _, line := range strings.Split(string(src), "\n") {
-			if _, err := fmt.Sscanf(line, "#define "+name+" %d", &got); err == nil {
-				found = true
-				break
-			}
-		}
-		if !found || got != want {
-			t.Errorf("kernels.cu: %s = %d (found %v), Go: %d", name, got, found, want)
-		}
+		checkDefine(t, src, name, want)
 	}
 	if cellCount(3)%4 != 0 {
 		t.Errorf("%d cells: the lists after the counts must stay 4-byte aligned", cellCount(3))
+	}
+}
+
+// checkDefine fails t unless the kernel source src defines name as want.
+func checkDefine(t *testing.T, src []byte, name string, want int) {
+	t.Helper()
+	var got int
+	found := false
+	for _, line := range strings.Split(string(src), "\n") {
+		if _, err := fmt.Sscanf(line, "#define "+name+" %d", &got); err == nil {
+			found = true
+			break
+		}
+	}
+	if !found || got != want {
+		t.Errorf("kernels.cu: %s = %d (found %v), Go: %d", name, got, found, want)
 	}
 }
 
@@ -664,17 +670,7 @@ func TestBatchConstants(t *testing.T) {
 	}
 	for name, want := range map[string]int{"REC_SETTLED": recSettled, "REC_EMPTY": recEmpty, "REC_UNFIT": recUnfit,
 		"REC_DONE": recDone, "REC_FINAL": recFinal, "SCAL_PROF": scalProf, "PROF_SPLIT": profSplit} {
-		var got int
-		found := false
-		for _, line := range strings.Split(string(src), "\n") {
-			if _, err := fmt.Sscanf(line, "#define "+name+" %d", &got); err == nil {
-				found = true
-				break
-			}
-		}
-		if !found || got != want {
-			t.Errorf("kernels.cu: %s = %d (found %v), Go: %d", name, got, found, want)
-		}
+		checkDefine(t, src, name, want)
 	}
 	if scalProf >= nscal || scalProf <= 4 || scalProf == 7 { // 0–4 the passes', 7 SCAL_STOP
 		t.Errorf("SCAL_PROF = %d: not a spare scalar of %d", scalProf, nscal)
