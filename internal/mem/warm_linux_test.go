@@ -22,7 +22,9 @@ func faults(t *testing.T, f func()) int64 {
 
 // TestWarm: after Warm, a large allocation that Make does not serve takes
 // (nearly) no page faults; without it, one of fresh pages takes about one
-// a page.
+// a page. The least of three tries: the runtime's background scavenger
+// may hand Warm's pages back to the kernel before the allocation takes
+// them (it did in 1 of about 10 CI runs, 2 580 faults of 4 096 pages).
 func TestWarm(t *testing.T) {
 	const n, page = 32 << 20, 4096
 	Warm(n)
@@ -31,6 +33,11 @@ func TestWarm(t *testing.T) {
 	}
 	var warm, cold []byte
 	fw := faults(t, func() { warm = make([]byte, n/2) })
+	for try := 1; try < 3 && fw > n/2/page/10; try++ {
+		warm = nil
+		Warm(n)
+		fw = min(fw, faults(t, func() { warm = make([]byte, n/2) }))
+	}
 	// The control: more than Warm mapped comes from fresh pages.
 	fc := faults(t, func() { cold = make([]byte, 2*n) })
 	warm[0], cold[0] = 1, 1
