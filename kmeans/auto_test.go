@@ -376,6 +376,47 @@ func TestCalibrationCached(t *testing.T) {
 	}
 }
 
+// TestRefutedCalibration: a probe that finds a cached model optimistic
+// discredits the cache. Save then drops the fits the sessions learnt from a
+// refutation by more than refuteTol, but those Calibrate measured only from
+// one by more than hostileTol: the probe priced the pruning algorithms by
+// the prior's work, not by the constants alone.
+func TestRefutedCalibration(t *testing.T) {
+	defs := map[Algorithm]Cost{Bounds: {Unit: 1e-10}, WuHong: {Unit: 1e-10}, Lloyd: {Unit: 1e-10}}
+	for _, tc := range []struct {
+		calibrated bool
+		refuted    float64 // how far the probe of WuHong found its model optimistic
+		kept       bool
+	}{
+		{false, 1.1, true},
+		{false, 1.6, false},
+		{true, 1.6, true},
+		{true, 3.5, true},
+		{true, 5, false},
+	} {
+		dir := t.TempDir()
+		t.Setenv("KQUANT_CACHE_DIR", dir)
+		t.Setenv("KQUANT_CALIBRATION", "")
+		fits := map[Algorithm]Cost{}
+		for a := range defs {
+			fits[a] = Cost{Fixed: 1e-4, Unit: 2e-10, Samples: 30, Calibrated: tc.calibrated}
+		}
+		writeCalibration(t, dir, calibrationFile{Version: calibrationVersion, Fits: map[string]map[Algorithm]Cost{"k/d4": fits}})
+		h := NewHybrid(HybridConfig{Key: "k", N: 20000, Dim: 4, Candidates: []Algorithm{Bounds, WuHong, Lloyd}, Start: Lloyd, Defaults: defs})
+		h.cur = WuHong
+		h.refute(tc.refuted)
+		h.cur = Lloyd
+		h.Save()
+		got := loadCalibration("k/d4")
+		for a, want := range fits {
+			c, ok := got[a]
+			if ok != tc.kept || ok && c != want {
+				t.Errorf("calibrated %v, refuted by %g: %s cached %v (%+v), want kept %v", tc.calibrated, tc.refuted, a, ok, c, tc.kept)
+			}
+		}
+	}
+}
+
 // writeCalibration writes raw JSON as the calibration file of dir.
 func writeCalibration(t *testing.T, dir string, v any) {
 	t.Helper()
