@@ -109,7 +109,9 @@ const (
 	kCellBuild16 = "kq_cell_build16"
 	kGenF32      = "kq_generic_f32"
 	kGenI64      = "kq_generic_i64"
-	kProfile     = "kq_profile"
+	kProfileF32  = "kq_profile_f32"
+	kProfileF64  = "kq_profile_f64"
+	kProfileI64  = "kq_profile_i64"
 	kDDHist      = "kq_dd_hist"
 	kDDScan1     = "kq_dd_scan1"
 	kDDScan2     = "kq_dd_scan2"
@@ -168,7 +170,7 @@ var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmal
 	kIMAP8, kCellP8, kCell16P8, kGenF32, kGenI64}
 
 var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
-	kIMAP8, kCellP8, kCellBuild, kCell16P8, kCellBuild16, kGenF32, kGenI64, kProfile,
+	kIMAP8, kCellP8, kCellBuild, kCell16P8, kCellBuild16, kGenF32, kGenI64, kProfileF32, kProfileF64, kProfileI64,
 	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPPSteps, kPPSteps8, kSyncTest, kPCGDraws, kLloydNext,
 	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,

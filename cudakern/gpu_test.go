@@ -112,6 +112,19 @@ func colourPoints(colors []uint32, weights []uint32, space string) *kmeans.Point
 	return p
 }
 
+// colourPoints4 is colourPoints in "rgb" with a fourth coordinate, the
+// mean of red and blue: 4-D points of the fast kernels' range.
+func colourPoints4(colors []uint32, weights []uint32) *kmeans.Points {
+	rgb := colourPoints(colors, weights, "rgb")
+	p := &kmeans.Points{Dim: 4, Coords: make([]int32, 4*len(colors)), Weights: weights}
+	for i := range colors {
+		x := rgb.Coords[3*i : 3*i+3]
+		copy(p.Coords[4*i:], x)
+		p.Coords[4*i+3] = (x[0] + x[2]) / 2
+	}
+	return p
+}
+
 func sameModel(a, b *kmeans.Model) error {
 	switch {
 	case !slices.Equal(a.Centroids, b.Centroids):
@@ -1146,7 +1159,10 @@ func batchStart(pts *kmeans.Points, k int, empty bool) []int32 {
 // of the CPU's Profile and of the session's own Profile after an Assign
 // of those centroids; with the inertia alone announced, a Profile with the
 // utility takes its own job; and the Assign ends the batch's answer. By
-// the loop kernel and by a pass's launches (KQUANT_CUDA_LLOYD=launch).
+// the loop kernel and by a pass's launches (KQUANT_CUDA_LLOYD=launch);
+// the batch's kq_profile_f32 takes the inertia alone from the labels and
+// the utility by its scan, in 3-D and in 4-D (space "rgb4", colourPoints4),
+// as does the session's own job after the Assign.
 func TestLloydStepsProfile(t *testing.T) {
 	b := gpu(t)
 	ctx := context.Background()
@@ -1174,9 +1190,15 @@ func TestLloydStepsProfile(t *testing.T) {
 				{"starry_night.jpg", "rgb", 256, 0, 1e-5, 64, true, false},
 				{"smarties.png", "rgb", 16, 0, 0, 8, true, true}, // a settled pass whose centroids did not move
 				{"home.jpg", "lab", 64, 0, 0, 8, false, true},
+				{"graf1.png", "rgb4", 48, 0, 1e-4, 40, false, false},
+				{"smarties.png", "rgb4", 32, 0, 0, 40, true, false},
+				{"home.jpg", "rgb4", 16, 0, 0, 8, true, true},
 			} {
 				colors, counts, _ := UniqueRGB(loadPixels(t, c.name))
 				pts := colourPoints(colors, counts, c.space)
+				if c.space == "rgb4" {
+					pts = colourPoints4(colors, counts)
+				}
 				cent := batchStart(pts, c.k, c.nfixed > 0)
 				if c.fixpoint { // the host's iterations until they move no centroid
 					recs := hostLloyd(t, pts, cent, c.nfixed, -1, nil, 1000)
@@ -1259,6 +1281,7 @@ func TestLloydStepsProfile(t *testing.T) {
 					t.Errorf("%s: the batch's profile outlived an Assign", what)
 				}
 				check("Profile after an Assign", true, false)
+				check("Profile of the inertia after an Assign", false, false)
 				t.Logf("%s: as the CPU's", what)
 				s.Close()
 			}
@@ -1279,8 +1302,8 @@ type spyBackend struct {
 
 // spySession is a device session whose Profile, where it answers from a
 // batch's profile (ProfileAhead), checks that answer against the
-// session's own job (Profile as after an Assign of the same centroids:
-// kq_profile does not read the labels) and the CPU's.
+// session's own job (Profile as after an Assign of the same centroids,
+// with the batch's labels on the device) and the CPU's.
 type spySession struct {
 	*session
 	b   *spyBackend
@@ -1400,6 +1423,139 @@ func TestProfileAheadRuns(t *testing.T) {
 	}
 	if sb.hits == 0 {
 		t.Error("no Profile was answered by its batch")
+	}
+}
+
+// spreadPoints returns n points of dimension dim with coordinates spread
+// over span, weighted from 0 to 49 where weighted.
+func spreadPoints(rng *rand.Rand, n, dim, span int, weighted bool) *kmeans.Points {
+	p := &kmeans.Points{Dim: dim, Coords: make([]int32, n*dim)}
+	for i := range p.Coords {
+		p.Coords[i] = int32(rng.IntN(span)) - int32(span/3)
+	}
+	if weighted {
+		p.Weights = make([]uint32, n)
+		for i := range p.Weights {
+			p.Weights[i] = uint32(rng.IntN(50))
+		}
+	}
+	return p
+}
+
+// TestProfileKernels: Profile's own job by every profile kernel that is
+// exact for the points and centroids (profKernel picks the cheapest), for
+// the inertia alone and with the utility, gives the CPU's values: fp32,
+// fp64 and int64 with the labels on the device (the inertia one distance
+// a point, the utility's scan without the index), and int64 without them
+// (a scan that keeps the index). After Assigns by every labelling
+// algorithm, so that the labels are each kernel's (u16, and u32 where
+// MaxK passes 65535), for k = 1, centroids of the points, and centroids
+// that tie (a duplicate, whose points the lower index takes).
+func TestProfileKernels(t *testing.T) {
+	b := gpu(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(21, 22))
+	colors, counts, _ := UniqueRGB(loadPixels(t, "smarties.png"))
+	for _, c := range []struct {
+		name string
+		pts  *kmeans.Points
+		maxK int
+	}{
+		{"rgb", colourPoints(colors, counts, "rgb"), 100},
+		{"lab", colourPoints(colors, counts, "lab"), 100},
+		{"4-D", colourPoints4(colors, counts), 100},
+		{"rgb, u32 labels", colourPoints(colors, counts, "rgb"), 70000},
+		{"5-D", spreadPoints(rng, 5000, 5, 400, true), 100},
+		{"3-D, span 2^20", spreadPoints(rng, 5000, 3, 1<<20, true), 100},
+		{"12-D, span 2^22", spreadPoints(rng, 3000, 12, 1<<22, false), 100},
+		{"3-D, span 2^26", spreadPoints(rng, 500, 3, 1<<26, false), 100}, // distances past 2^53
+	} {
+		dim := c.pts.Dim
+		sets := centroidSets(rng, c.pts, 1, 16, 100)
+		for _, alg := range []kmeans.Algorithm{kmeans.Auto, kmeans.Lloyd, kmeans.WuHong, kmeans.Bounds} {
+			gs, err := b.Open(c.pts, kmeans.SessionOptions{MaxK: c.maxK, Algorithm: alg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, err := kmeans.CPU.Open(c.pts, kmeans.SessionOptions{MaxK: c.maxK})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := gs.(*session)
+			if s.label32 != (c.maxK > 65535) {
+				t.Fatalf("%s: label32 %v", c.name, s.label32)
+			}
+			kinds := map[string]bool{}
+			var cst kmeans.Stats
+			for i := range len(sets) + 1 {
+				// the last set is the one before, its last centroid a
+				// copy of the one of most weight, which keeps its points
+				// (they tie, and the lower index takes them)
+				tie := i == len(sets)
+				var cent []int32
+				if tie {
+					cent = slices.Clone(sets[i-1])
+					j := 0
+					for l, w := range cst.Counts[:len(cst.Counts)-1] {
+						if w > cst.Counts[j] {
+							j = l
+						}
+					}
+					copy(cent[len(cent)-dim:], cent[j*dim:(j+1)*dim])
+				} else {
+					cent = sets[i]
+				}
+				k := len(cent) / dim
+				var gst kmeans.Stats
+				if err := gs.Assign(ctx, cent, &gst); err != nil {
+					t.Fatal(err)
+				}
+				if err := cs.Assign(ctx, cent, &cst); err != nil {
+					t.Fatal(err)
+				}
+				ci, cu := make([]uint64, k), make([]uint64, k)
+				if err := cs.(kmeans.Profiler).Profile(ctx, ci, cu); err != nil {
+					t.Fatal(err)
+				}
+				bound := s.L.distBound(cent)
+				type run struct {
+					kernel  string
+					byLabel bool
+				}
+				var runs []run
+				if dim <= 4 && bound < exactF32 {
+					runs = append(runs, run{kProfileF32, true})
+				}
+				if bound < exactF64 {
+					runs = append(runs, run{kProfileF64, true})
+				}
+				runs = append(runs, run{kProfileI64, true}, run{kProfileI64, false})
+				for _, r := range runs {
+					what := fmt.Sprintf("%s %s k=%d %s labels %v", c.name, alg, k, r.kernel, r.byLabel)
+					kinds[fmt.Sprint(r.kernel, r.byLabel)] = true
+					gi, gu := make([]uint64, k), make([]uint64, k)
+					if err := s.profileJob(r.kernel, r.byLabel, gi, nil); err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					if !slices.Equal(gi, ci) {
+						t.Errorf("%s: the inertia differs from the CPU's", what)
+					}
+					clear(gi)
+					if err := s.profileJob(r.kernel, r.byLabel, gi, gu); err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					if !slices.Equal(gi, ci) || !slices.Equal(gu, cu) {
+						t.Errorf("%s: the profile with the utility differs from the CPU's", what)
+					}
+				}
+				if tie && gst.Counts[k-1] != 0 {
+					t.Errorf("%s %s: the duplicate centroid took points from the lower index", c.name, alg)
+				}
+			}
+			t.Logf("%s %s: as the CPU's by %d kernels", c.name, alg, len(kinds))
+			gs.Close()
+			cs.Close()
+		}
 	}
 }
 

@@ -81,9 +81,8 @@ static_assert(__builtin_offsetof(Params, sel) == 168, "Params.sel");
 // kernels then do nothing.
 #define SCAL_STOP 7
 // SCAL_PROF is the scalar that kq_lloyd_next sets where it stops a batch
-// whose last labelling ends the engine's run and writes that labelling's
-// centroids for kq_profile (LloydParams.pcent): the gate of the batch's
-// kq_profile (ProfParams.gate).
+// whose last labelling ends the engine's run (LloydParams.prof): the gate
+// of the batch's kq_profile_f32 (ProfParams.gate).
 #define SCAL_PROF 6
 
 __device__ __forceinline__ bool lloyd_stopped(const Params& p) {
@@ -1634,26 +1633,53 @@ extern "C" __global__ void __launch_bounds__(256) kq_generic_i64(const Params p)
 
 // ------------------------------------------------------------ profile
 //
-// What each cluster adds to the inertia and its utility (breathing k-means):
-// per point the nearest centroid (ties to the lowest index) at squared
-// distance d1 and the next-nearest at d2, exact in 64-bit integers with the
-// CPU's wrapping arithmetic; the point adds w·d1 to its cluster's inertia
-// and w·(d2 − d1) to its utility (nothing when k = 1). Per-block sums in
-// shared memory (two 32-bit words with carry) and one global atomic per
-// block and slot, or global atomics when 2k slots do not fit.
+// What each cluster adds to the inertia and its utility (breathing k-means)
+// for a labelling: per point the nearest centroid (ties to the lowest
+// index) at squared distance d1 and the next-nearest at d2 (d1 again where
+// two centroids tie for the nearest); the point adds w·d1 to its cluster's
+// inertia and w·(d2 − d1) to its utility (nothing when k = 1). The values
+// are exact integers, the CPU's. Per-block sums in shared memory (two
+// 32-bit words with carry) and one global atomic per block and slot, or
+// global atomics when the slots do not fit.
+//
+// One kernel per arithmetic of the distances, which the host picks where it
+// is exact (profile.go, profArith):
+//   - kq_profile_f32: centroids as float4 [k], the fast kernels' table of
+//     centred centroids (zero beyond dim ≤ 4), where every distance is
+//     below 2^24: every coordinate, difference, square and partial sum is
+//     then an integer below 2^24, exact in fp32;
+//   - kq_profile_f64: centroids as double [k·dim], where every distance is
+//     below 2^53 (the same argument in fp64), on devices with fast fp64;
+//   - kq_profile_i64: centroids as i64 [k·dim], the distances u64 in the
+//     CPU's wrapping arithmetic: anything.
+// The comparisons are then those of the exact distances (of the wrapping
+// ones in i64), and d1 and d2 the same integers in every kernel.
+//
+// With labels set, the device's labels are the labelling profiled: each
+// point's label is its nearest centroid, ties to the lowest index (every
+// labelling kernel's answer, the CPU's; the host sets labels only where it
+// holds: profile.go). Then the inertia alone takes one thread a point and
+// one distance, d1 = d(x, c_label); and the utility's scan keeps d1 and d2
+// but not the index, the cluster being the label. Without labels (or with
+// the utility), PROF_SPLIT threads share a point, each scanning every
+// PROF_SPLIT-th centroid, and shuffles merge their answers.
 
 struct ProfParams {
     u64 pts;      // int32 SoA: coords[j*npad + i] = x_j - center_j
     u64 weights;  // u32 per point, or 0 for all ones
-    u64 cent;     // i64 [k*dim], centred
+    u64 cent;     // the centroids, centred: float4 [k] (f32), double or i64 [k*dim]
     u64 out;      // u64 [2k]: inertia of each cluster, then utility
     int n, npad, k, dim;
     int util, smem;  // util: utility too; smem: block sums in shared memory
     u64 gate;        // 0, or a u64 that must be nonzero for the kernel to run (a batch's SCAL_PROF)
+    u64 labels;      // 0, or the labels of the labelling profiled: u16, or u32 with label32
+    int label32, pad0;
 };
 
-static_assert(sizeof(ProfParams) == 64, "ProfParams layout");
+static_assert(sizeof(ProfParams) == 80, "ProfParams layout");
 static_assert(__builtin_offsetof(ProfParams, gate) == 56, "ProfParams.gate");
+static_assert(__builtin_offsetof(ProfParams, labels) == 64, "ProfParams.labels");
+static_assert(__builtin_offsetof(ProfParams, label32) == 72, "ProfParams.label32");
 
 // ------------------------------------------------- batched Lloyd iterations
 //
@@ -1666,14 +1692,18 @@ static_assert(__builtin_offsetof(ProfParams, gate) == 56, "ProfParams.gate");
 // their fragments and float4 centres (the host's layout.fragments and
 // layout.centres), and cleared scalars. One block.
 //
-// Where it stops the batch, cur still holds the centroids of the pass just
-// recorded, the batch's last labelling: the update above wrote next only
-// into the record. With pcent set, and where that labelling ends the
-// engine's run (the engine neither moves a centroid after it nor labels
-// again: a final labelling, or a settled pass whose centroids did not move
-// and left no cluster empty), it writes them there, centred, as int64 (the
-// host's Profile would upload them so) and sets SCAL_PROF, so that the
-// batch's kq_profile, launched after it, profiles that labelling.
+// Where it stops the batch, cur, the float4 centres and the labels still
+// hold the centroids and the labelling of the pass just recorded, the
+// batch's last: the update above wrote next only into the record. With
+// prof set, and where that labelling ends the engine's run (the engine
+// neither moves a centroid after it nor labels again: a final labelling,
+// or a settled pass whose centroids did not move and left no cluster
+// empty), it sets SCAL_PROF, so that the batch's kq_profile_f32, launched
+// after it on the centres and the labels, profiles that labelling. (Those
+// centroids lie within radius of the centre on every axis, as the points
+// do: the first pass's by the host's check, every later one's by the unfit
+// test above. So every distance is below dim·(2·radius)² < 2^24, and the
+// f32 kernel is exact.)
 
 struct LloydParams {
     u64 acc, scal, frag, cent;  // the pass's sums and scalars; its tables
@@ -1685,11 +1715,12 @@ struct LloydParams {
     int it, last, haveprev, stride;
     int center[4];
     long long radius;
-    u64 pcent;  // 0, or i64 [k·dim]: the centred centroids of the last labelling, for kq_profile
+    int prof;   // set SCAL_PROF where the batch stops on a labelling that ends the run
+    int pad0;
 };
 
 static_assert(sizeof(LloydParams) == 128, "LloydParams layout");
-static_assert(__builtin_offsetof(LloydParams, pcent) == 120, "LloydParams.pcent");
+static_assert(__builtin_offsetof(LloydParams, prof) == 120, "LloydParams.prof");
 
 #define REC_SETTLED 1
 #define REC_EMPTY 2
@@ -1776,20 +1807,13 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
         }
         if (stop) {
             scal[SCAL_STOP] = 1;
-            if (ends && p.pcent) scal[SCAL_PROF] = 1;
+            if (ends && p.prof) scal[SCAL_PROF] = 1;
         } else {
             scal[0] = scal[1] = scal[2] = 0;
         }
     }
     __syncthreads();
-    if (stop) {
-        if (ends && p.pcent) {
-            // the last labelling's centroids (cur), centred, for kq_profile
-            i64* pc = (i64*)p.pcent;
-            for (int e = threadIdx.x; e < k * dim; e += blockDim.x) pc[e] = (i64)cur[e] - p.center[e % dim];
-        }
-        return;
-    }
+    if (stop) return;
     // the next pass's centroids and tables
     u32* frag = (u32*)p.frag;
     float4* cent = (float4*)p.cent;
@@ -1853,24 +1877,115 @@ extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16(con
 extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p8(const LloydLoop L) { lloyd_loop<2>(L); }
 extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p16(const LloydLoop L) { lloyd_loop<3>(L); }
 
-// PROF_SPLIT threads share a point in kq_profile, each comparing it with
-// every PROF_SPLIT-th centroid: a reduced set has too few points to fill
-// the device one a thread.
+// PROF_SPLIT threads share a point in a profile's scan, each comparing it
+// with every PROF_SPLIT-th centroid: a reduced set has too few points to
+// fill the device one a thread.
 #define PROF_SPLIT 8
 
-extern "C" __global__ void __launch_bounds__(256) kq_profile(const ProfParams p) {
-    extern __shared__ __align__(16) u32 sprof[];
-    // a batch's profile of a labelling that does not end the engine's run
-    if (p.gate && *(volatile const u64*)p.gate == 0) return;
-    const int k = p.k, dim = p.dim, slots = p.util ? 2 * k : k;
-    if (p.smem) {
-        for (int e = threadIdx.x; e < 2 * slots; e += blockDim.x) sprof[e] = 0;
-        __syncthreads();
-    }
+// A profile kernel holds the first FD centred coordinates of a point in
+// registers, and reads the others (dim > FD) as it goes. For float, FD is
+// 3 or 4: the coordinates of the float4 centroids that count (dim ≤ FD);
+// else 4 or 8, of which the first dim count.
+
+// prof_coords loads the centred coordinates of point i (the first FD) in
+// the kernel's type, zero beyond dim.
+template <typename T, int FD>
+__device__ __forceinline__ void prof_coords(const ProfParams& p, int i, T (&x)[FD]) {
     const int* X = (const int*)p.pts;
-    const i64* C = (const i64*)p.cent;
-    const u32* W = (const u32*)p.weights;
+#pragma unroll
+    for (int j = 0; j < FD; j++) x[j] = j < p.dim ? (T)__ldg(X + (size_t)j * p.npad + i) : (T)0;
+}
+
+// prof_stride is the elements of T from one centroid to the next.
+template <typename T>
+__device__ __forceinline__ int prof_stride(const ProfParams& p) {
+    return std::is_same<T, float>::value ? 4 : p.dim;
+}
+
+// prof_dist is the squared distance of point i (coordinates x) to the
+// centroid at cc, in D: float for T = float (a float4 centroid), double
+// for double, u64 with wrapping for i64.
+template <typename T, typename D, int FD>
+__device__ __forceinline__ D prof_dist(const ProfParams& p, int i, const T (&x)[FD], const T* cc) {
+    if constexpr (std::is_same<T, float>::value) {
+        const float4 c = __ldg((const float4*)cc);
+        const float e0 = x[0] - c.x, e1 = x[1] - c.y, e2 = x[2] - c.z;
+        const float d = fmaf(e2, e2, fmaf(e1, e1, e0 * e0));
+        if constexpr (FD == 3) {
+            return d;
+        } else {
+            const float e3 = x[3] - c.w;
+            return fmaf(e3, e3, d);
+        }
+    } else {
+        const int dim = p.dim;
+        D d = 0;
+#pragma unroll
+        for (int j = 0; j < FD; j++)
+            if (j < dim) {
+                const D e = (D)(x[j] - __ldg(cc + j));
+                d += e * e;
+            }
+        for (int j = FD; j < dim; j++) {
+            const D e = (D)((T)__ldg((const int*)p.pts + (size_t)j * p.npad + i) - __ldg(cc + j));
+            d += e * e;
+        }
+        return d;
+    }
+}
+
+// prof_min and prof_max are the least and the greatest of two distances
+// (fminf and fmaxf for float, one instruction each).
+template <typename D>
+__device__ __forceinline__ D prof_min(D a, D b) {
+    if constexpr (std::is_same<D, float>::value) return fminf(a, b);
+    return b < a ? b : a;
+}
+template <typename D>
+__device__ __forceinline__ D prof_max(D a, D b) {
+    if constexpr (std::is_same<D, float>::value) return fmaxf(a, b);
+    return b > a ? b : a;
+}
+
+// prof_add adds a point's inertia vi and utility vu to cluster l.
+__device__ __forceinline__ void prof_add(const ProfParams& p, u32* sprof, int l, u64 vi, u64 vu) {
     u64* out = (u64*)p.out;
+    if (p.smem) {
+        if (vi) add64(sprof + 2 * l, (i64)vi);
+        if (vu) add64(sprof + 2 * (p.k + l), (i64)vu);
+    } else {
+        if (vi) atomicAdd(out + l, vi);
+        if (vu) atomicAdd(out + p.k + l, vu);
+    }
+}
+
+__device__ __forceinline__ u32 prof_label(const ProfParams& p, int i) {
+    if (p.label32) return __ldg((const u32*)p.labels + i);
+    return __ldg((const unsigned short*)p.labels + i);
+}
+
+// prof_inertia adds each point's w·d(x, c_label) to its label's inertia:
+// one thread a point.
+template <typename T, typename D, int FD>
+__device__ __forceinline__ void prof_inertia(const ProfParams& p, u32* sprof) {
+    const u32* W = (const u32*)p.weights;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x) {
+        const int l = (int)prof_label(p, i);
+        T x[FD];
+        prof_coords(p, i, x);
+        const u64 w = W ? (u64)__ldg(W + i) : 1ull;
+        const D d = prof_dist<T, D, FD>(p, i, x, (const T*)p.cent + (size_t)l * prof_stride<T>(p));
+        prof_add(p, sprof, l, w * (u64)d, 0);
+    }
+}
+
+// prof_scan compares each point with every centroid, PROF_SPLIT threads a
+// point: d1, d2 and, without labels (BYLABEL false), the least index at
+// d1; with them the point's cluster is its label.
+template <typename T, typename D, int FD, bool BYLABEL>
+__device__ __forceinline__ void prof_scan(const ProfParams& p, u32* sprof, D big) {
+    const int k = p.k;
+    const u32* W = (const u32*)p.weights;
     const int sub = threadIdx.x % PROF_SPLIT;
     const long total = (long)p.n * PROF_SPLIT;
     // whole warps go round (the shuffles below take every lane)
@@ -1878,26 +1993,19 @@ extern "C" __global__ void __launch_bounds__(256) kq_profile(const ProfParams p)
          q += (long)gridDim.x * blockDim.x) {
         const int i = (int)(q / PROF_SPLIT);
         const bool in = i < p.n;
-        u64 d1 = ~0ull, d2 = ~0ull;
+        D d1 = big, d2 = big;
         int l1 = 0;
         if (in) {
-            i64 x[8];
-#pragma unroll
-            for (int j = 0; j < 8; j++) x[j] = j < dim ? (i64)__ldg(X + (size_t)j * p.npad + i) : 0;
-            for (int c = sub; c < k; c += PROF_SPLIT) {
-                const i64* cc = C + (size_t)c * dim;
-                u64 d = 0;
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-                    if (j < dim) {
-                        const u64 e = (u64)(x[j] - __ldg(cc + j));
-                        d += e * e;
-                    }
-                for (int j = 8; j < dim; j++) {
-                    const u64 e = (u64)((i64)__ldg(X + (size_t)j * p.npad + i) - __ldg(cc + j));
-                    d += e * e;
-                }
-                if (d < d1) {
+            T x[FD];
+            prof_coords(p, i, x);
+            const int stride = prof_stride<T>(p);
+            const T* cc = (const T*)p.cent + (size_t)sub * stride;
+            for (int c = sub; c < k; c += PROF_SPLIT, cc += PROF_SPLIT * stride) {
+                const D d = prof_dist<T, D, FD>(p, i, x, cc);
+                if (BYLABEL) {
+                    d2 = prof_min(d2, prof_max(d1, d));
+                    d1 = prof_min(d1, d);
+                } else if (d < d1) {
                     d2 = d1, d1 = d, l1 = c;
                 } else if (d < d2) {
                     d2 = d;
@@ -1908,7 +2016,12 @@ extern "C" __global__ void __launch_bounds__(256) kq_profile(const ProfParams p)
         // lowest index on ties) and the second least of all
 #pragma unroll
         for (int o = 1; o < PROF_SPLIT; o <<= 1) {
-            const u64 e1 = shfl_u64(d1, (threadIdx.x & 31) ^ o), e2 = shfl_u64(d2, (threadIdx.x & 31) ^ o);
+            const D e1 = __shfl_xor_sync(0xffffffffu, d1, o), e2 = __shfl_xor_sync(0xffffffffu, d2, o);
+            if (BYLABEL) {
+                d2 = prof_min(prof_max(d1, e1), prof_min(d2, e2));
+                d1 = prof_min(d1, e1);
+                continue;
+            }
             const int m1 = __shfl_xor_sync(0xffffffffu, l1, o);
             if (e1 < d1 || (e1 == d1 && m1 < l1)) {
                 d2 = min(d1, e2), d1 = e1, l1 = m1;
@@ -1917,21 +2030,57 @@ extern "C" __global__ void __launch_bounds__(256) kq_profile(const ProfParams p)
             }
         }
         if (!in || sub != 0) continue;
+        if (BYLABEL) l1 = (int)prof_label(p, i);
         const u64 w = W ? (u64)__ldg(W + i) : 1ull;
-        const u64 vi = w * d1;
-        const u64 vu = (p.util && k > 1) ? w * (d2 - d1) : 0;
-        if (p.smem) {
-            if (vi) add64(sprof + 2 * l1, (i64)vi);
-            if (vu) add64(sprof + 2 * (k + l1), (i64)vu);
-        } else {
-            if (vi) atomicAdd(out + l1, vi);
-            if (vu) atomicAdd(out + k + l1, vu);
-        }
+        const u64 u1 = (u64)d1;
+        prof_add(p, sprof, l1, w * u1, (p.util && k > 1) ? w * ((u64)d2 - u1) : 0);
+    }
+}
+
+// profile_body is a profile kernel's work in the arithmetic T (distances
+// in D, big above every one of them; FD as prof_dist's). The scan without
+// labels is kq_profile_i64's only: the host sets labels wherever every
+// distance is below 2^63, as it is wherever fp32 or fp64 is exact.
+template <typename T, typename D, int FD>
+__device__ __forceinline__ void profile_body(const ProfParams& p, D big) {
+    extern __shared__ __align__(16) u32 sprof[];
+    // a batch's profile of a labelling that does not end the engine's run
+    if (p.gate && *(volatile const u64*)p.gate == 0) return;
+    const int slots = p.util ? 2 * p.k : p.k;
+    if (p.smem) {
+        for (int e = threadIdx.x; e < 2 * slots; e += blockDim.x) sprof[e] = 0;
+        __syncthreads();
+    }
+    if (p.labels && !p.util) {
+        prof_inertia<T, D, FD>(p, sprof);
+    } else if (p.labels) {
+        prof_scan<T, D, FD, true>(p, sprof, big);
+    } else if constexpr (std::is_same<T, i64>::value) {
+        prof_scan<T, D, FD, false>(p, sprof, big);
     }
     if (p.smem) {
         __syncthreads();
-        flush(sprof, slots, out);
+        flush(sprof, slots, (u64*)p.out);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_profile_f32(const ProfParams p) {
+    if (p.dim <= 3)
+        profile_body<float, float, 3>(p, 3.0e38f);
+    else
+        profile_body<float, float, 4>(p, 3.0e38f);
+}
+extern "C" __global__ void __launch_bounds__(256) kq_profile_f64(const ProfParams p) {
+    if (p.dim <= 4)
+        profile_body<double, double, 4>(p, 1.0e300);
+    else
+        profile_body<double, double, 8>(p, 1.0e300);
+}
+extern "C" __global__ void __launch_bounds__(256) kq_profile_i64(const ProfParams p) {
+    if (p.dim <= 4)
+        profile_body<i64, u64, 4>(p, ~0ull);
+    else
+        profile_body<i64, u64, 8>(p, ~0ull);
 }
 
 // ------------------------------------------------------ colour dedup, remap

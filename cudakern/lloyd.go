@@ -23,7 +23,7 @@ type lloydParams struct {
 	It, Last, HavePrev, Stride      int32
 	Center                          [4]int32
 	Radius                          int64
-	Pcent                           uint64 // 0, or where the last labelling's centroids go, centred, for kq_profile
+	Prof, Pad0                      int32 // Prof: set SCAL_PROF where the batch stops on a labelling that ends the run
 }
 
 // lloydLoop mirrors struct LloydLoop of kernels.cu (the loop kernels).
@@ -43,8 +43,8 @@ const (
 )
 
 // scalProf is SCAL_PROF of kernels.cu: the scalar that kq_lloyd_next sets
-// where it stopped a batch on a labelling that ends the engine's run and
-// wrote that labelling's centroids for kq_profile.
+// where it stopped a batch on a labelling that ends the engine's run, the
+// gate of the batch's kq_profile_f32.
 const scalProf = 6
 
 // recHead is the bytes of a record before its counts.
@@ -52,8 +52,7 @@ const recHead = 32
 
 // batchState holds the device buffers of batched iterations: the
 // centroids of the pass under way and the records, then, where the batch
-// profiles its last labelling (ProfileAhead), kq_profile's output and
-// that labelling's centred centroids.
+// profiles its last labelling (ProfileAhead), kq_profile_f32's output.
 type batchState struct {
 	dCur, dRec     uint64
 	curCap, recCap int    // bytes
@@ -123,23 +122,28 @@ func (s *session) batchKernel(cent []int32) (string, error) {
 // Under ProfileAhead the batch also profiles its last labelling, in the
 // same job: where kq_lloyd_next stops the batch on a labelling that ends
 // the engine's Lloyd run (a final labelling, or a settled pass whose
-// centroids did not move and that left no cluster empty), it writes that
-// labelling's centroids, centred as int64, after the records and sets
-// SCAL_PROF; kq_profile, launched after the passes and gated on SCAL_PROF,
-// writes its sums after the records too, and they come back with the
-// records in one read-back. Profile then answers from them (pcache) until
-// the labelling changes; the values are those of Profile's own job, since
-// kq_profile gets the same centroids, centred the same way, and the same
-// points. A batch that stops elsewhere (its last pass, an empty cluster,
-// centroids outside the fast kernels' range: the engine goes on with
-// another batch or an Assign) leaves SCAL_PROF clear, and its kq_profile
-// is a launch whose blocks return at once, a few µs of the device's time
-// in a job that waits for the device anyway; every batch under
+// centroids did not move and that left no cluster empty), it sets
+// SCAL_PROF, and leaves the pass's float4 centres and the labels as that
+// labelling's; kq_profile_f32, launched after the passes on those centres
+// and labels and gated on SCAL_PROF, writes its sums after the records,
+// and they come back with the records in one read-back. The inertia alone
+// takes one distance a point (the labelled centroid's), the utility a scan
+// of every centroid for the second-nearest; fp32 is exact there, since
+// the batch's centroids, like its points, lie within the fast kernels'
+// radius R of the centre, and every distance is below dim·(2R)² < 2^24
+// (fastRadius). Profile then answers from them (pcache) until the
+// labelling changes; the values are those of Profile's own job and the
+// CPU's, exact integers. A batch that stops elsewhere (its last pass, an
+// empty cluster, centroids outside the fast kernels' range: the engine
+// goes on with another batch or an Assign) leaves SCAL_PROF clear, and its
+// profile is a launch whose blocks return at once, a few µs of the
+// device's time in a job that waits for the device anyway (the host
+// cannot know the gate, so it launches the full grid); every batch under
 // ProfileAhead reads back 8k (16k with the utility) bytes more.
 //
 // Its parts are runtime/trace regions: cudakern.batch-first (the first
 // pass's tables and launch), cudakern.batch-launch (the later passes'
-// launch), cudakern.batch-profile (kq_profile's launch, under
+// launch), cudakern.batch-profile (kq_profile_f32's launch, under
 // ProfileAhead) and cudakern.batch-wait (the device's work to come and
 // the read-back of the records).
 func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]kmeans.LloydStep, error) {
@@ -168,19 +172,14 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		s.batch = &batchState{}
 	}
 	bs := s.batch
-	// dRec: the records, then under ProfileAhead kq_profile's output
-	// (pslots u64) and the last labelling's centred centroids (k·dim i64)
+	// dRec: the records, then under ProfileAhead kq_profile_f32's output
+	// (pslots u64); all read back
 	ahead, util := s.ahead != aheadNone, s.ahead == aheadUtility
-	nrec, pslots, pcent := stride*steps, 0, 0
+	nrec, pslots := stride*steps, 0
 	if ahead {
 		pslots = profSlots(k, util)
-		pcent = nrec + 8*pslots
 	}
-	back := nrec + 8*pslots // read back: the records and the profile
-	size := back
-	if ahead {
-		size = pcent + 8*k*dim
-	}
+	back := nrec + 8*pslots
 	if len(bs.recs) < back {
 		bs.recs = make([]byte, back)
 	}
@@ -188,14 +187,14 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 	err = s.b.w.doIter(func() error {
 		b := s.b
 		if ahead {
-			if err := s.ensureI32(); err != nil { // kq_profile's points
+			if err := s.ensureI32(); err != nil { // kq_profile_f32's points
 				return err
 			}
 		}
 		if err := b.grow(&bs.dCur, &bs.curCap, 4*k*dim); err != nil {
 			return err
 		}
-		if err := b.grow(&bs.dRec, &bs.recCap, size); err != nil {
+		if err := b.grow(&bs.dRec, &bs.recCap, back); err != nil {
 			return err
 		}
 		if err := b.memset32(bs.dRec, 0, back/4); err != nil {
@@ -230,7 +229,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 			lp.Prev, lp.HavePrev = *prev, 1
 		}
 		if ahead {
-			lp.Pcent = bs.dRec + uint64(pcent)
+			lp.Prof = 1
 		}
 		for j := range dim {
 			lp.Center[j] = int32(L.center[j])
@@ -260,9 +259,10 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		rg.End()
 		if ahead {
 			// after the passes, in stream order: the labelling of the
-			// last, where kq_lloyd_next set SCAL_PROF
+			// last, on its centres and labels, where kq_lloyd_next set
+			// SCAL_PROF
 			rg = trace.StartRegion(ctx, "cudakern.batch-profile")
-			if err := s.profileLaunch(lp.Pcent, bs.dRec+uint64(nrec), s.dAcc+8*scalProf, k, util); err != nil {
+			if err := s.profileLaunch(kProfileF32, kp.Cent, bs.dRec+uint64(nrec), s.dAcc+8*scalProf, k, util, true); err != nil {
 				return err
 			}
 			rg.End()

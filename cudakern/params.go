@@ -23,12 +23,14 @@ type kparams struct {
 
 const paramsSize = int(unsafe.Sizeof(kparams{}))
 
-// profParams mirrors struct ProfParams of kernels.cu (kq_profile).
+// profParams mirrors struct ProfParams of kernels.cu (the profile kernels).
 type profParams struct {
 	Pts, Weights, Cent, Out uint64
 	N, Npad, K, Dim         int32
 	Util, Smem              int32
 	Gate                    uint64 // 0, or a u64 on the device that must be nonzero for the kernel to run
+	Labels                  uint64 // 0, or the labels of the labelling profiled (u16, or u32 with Label32)
+	Label32, Pad0           int32
 }
 
 // Params.flags and Params.fmt, as in kernels.cu.
@@ -669,16 +671,28 @@ func (L *layout) imaParams(p *kparams, m int64) {
 // exactFloat reports whether every distance between a point and one of
 // centroids is exact in float32: dim·maxspan² < 2^24.
 func (L *layout) exactFloat(centroids []int32) bool {
-	var s float64
+	return L.distBound(centroids) < exactF32
+}
+
+// distBound returns a bound on the squared distance between any point and
+// any of centroids (uncentred, k·dim), and on every centred coordinate's
+// square: the sum over the axes of the squared span of the points and the
+// centroids together, exact, or math.MaxUint64 where it does not fit.
+func (L *layout) distBound(centroids []int32) uint64 {
+	var s uint64
 	for j := range L.dim {
 		lo, hi := L.lo[j], L.hi[j]
 		for i := j; i < len(centroids); i += L.dim {
 			lo, hi = min(lo, int64(centroids[i])), max(hi, int64(centroids[i]))
 		}
-		span := float64(hi - lo)
-		s += span * span
+		span := uint64(hi - lo)
+		h, sq := bits.Mul64(span, span)
+		var carry uint64
+		if s, carry = bits.Add64(s, sq, 0); h != 0 || carry != 0 {
+			return math.MaxUint64
+		}
 	}
-	return s < exactF32
+	return s
 }
 
 // indexBits returns s, the bits of the centroid index folded into a key,

@@ -46,9 +46,11 @@ func TestParamsLayout(t *testing.T) {
 		t.Errorf("params (%d bytes) overflow the %d-byte header", paramsSize, upHeader)
 	}
 	var pp profParams
-	if unsafe.Sizeof(pp) != 64 || unsafe.Offsetof(pp.N) != 32 || unsafe.Offsetof(pp.Util) != 48 || unsafe.Offsetof(pp.Gate) != 56 {
-		t.Errorf("profParams: size %d, N at %d, Util at %d, Gate at %d; want 64, 32, 48, 56",
-			unsafe.Sizeof(pp), unsafe.Offsetof(pp.N), unsafe.Offsetof(pp.Util), unsafe.Offsetof(pp.Gate))
+	if unsafe.Sizeof(pp) != 80 || unsafe.Offsetof(pp.N) != 32 || unsafe.Offsetof(pp.Util) != 48 || unsafe.Offsetof(pp.Gate) != 56 ||
+		unsafe.Offsetof(pp.Labels) != 64 || unsafe.Offsetof(pp.Label32) != 72 {
+		t.Errorf("profParams: size %d, N at %d, Util at %d, Gate at %d, Labels at %d, Label32 at %d; want 80, 32, 48, 56, 64, 72",
+			unsafe.Sizeof(pp), unsafe.Offsetof(pp.N), unsafe.Offsetof(pp.Util), unsafe.Offsetof(pp.Gate),
+			unsafe.Offsetof(pp.Labels), unsafe.Offsetof(pp.Label32))
 	}
 	var sp ppParams
 	if unsafe.Sizeof(sp) != 408 || unsafe.Offsetof(sp.N) != 88 || unsafe.Offsetof(sp.Rs) != 152 {
@@ -56,9 +58,9 @@ func TestParamsLayout(t *testing.T) {
 	}
 	var lp lloydParams
 	if unsafe.Sizeof(lp) != 128 || unsafe.Offsetof(lp.Tol) != 48 || unsafe.Offsetof(lp.K) != 64 ||
-		unsafe.Offsetof(lp.Center) != 96 || unsafe.Offsetof(lp.Radius) != 112 || unsafe.Offsetof(lp.Pcent) != 120 {
-		t.Errorf("lloydParams: size %d, Tol at %d, K at %d, Center at %d, Radius at %d, Pcent at %d; want 128, 48, 64, 96, 112, 120",
-			unsafe.Sizeof(lp), unsafe.Offsetof(lp.Tol), unsafe.Offsetof(lp.K), unsafe.Offsetof(lp.Center), unsafe.Offsetof(lp.Radius), unsafe.Offsetof(lp.Pcent))
+		unsafe.Offsetof(lp.Center) != 96 || unsafe.Offsetof(lp.Radius) != 112 || unsafe.Offsetof(lp.Prof) != 120 {
+		t.Errorf("lloydParams: size %d, Tol at %d, K at %d, Center at %d, Radius at %d, Prof at %d; want 128, 48, 64, 96, 112, 120",
+			unsafe.Sizeof(lp), unsafe.Offsetof(lp.Tol), unsafe.Offsetof(lp.K), unsafe.Offsetof(lp.Center), unsafe.Offsetof(lp.Radius), unsafe.Offsetof(lp.Prof))
 	}
 	var ll lloydLoop
 	if unsafe.Sizeof(ll) != 320 || unsafe.Offsetof(ll.LP) != 184 || unsafe.Offsetof(ll.Bar) != 312 {

@@ -11,13 +11,18 @@ import (
 	"github.com/kquant/kquant/kmeans"
 )
 
-// profileSmemMax bounds the shared memory of kq_profile's per-block sums
-// (16 bytes a cluster with the utility): within the default 48 KiB, so
-// the kernel needs no opt-in. Beyond it the kernel adds to global memory.
+// profileSmemMax bounds the shared memory of the profile kernels'
+// per-block sums (16 bytes a cluster with the utility): within the default
+// 48 KiB, so the kernels need no opt-in. Beyond it they add to global
+// memory.
 const profileSmemMax = 32 << 10
 
-// profSplit is PROF_SPLIT of kernels.cu: the threads that share a point.
+// profSplit is PROF_SPLIT of kernels.cu: the threads that share a point in
+// a profile's scan of the centroids.
 const profSplit = 8
+
+// exactF64 is 2^53: float64 holds every integer below it exactly.
+const exactF64 = 1 << 53
 
 // Profile implements kmeans.Profiler on the device: for the centroids of
 // the last Assign, what each cluster adds to the inertia and, if utility
@@ -26,8 +31,12 @@ const profSplit = 8
 // Where the session's labelling is still that of a LloydSteps batch that
 // profiled it (ProfileAhead), with the utility if it is asked for, the
 // answer is that batch's, with no round trip (pcache); else it is a job of
-// its own: the centroids centred on the host and uploaded, kq_profile, and
-// the read-back (about 0.1 ms on an H100, most of it the round trip).
+// its own: the centroids centred on the host and uploaded in the type of
+// the kernel that profKernel picks, the kernel, and the read-back (about
+// 0.1 ms on an H100, most of it the round trip). The labels on the device
+// are those of s.prev there (every Assign and batch leaves the labelling
+// of the centroids it ends on), so the inertia alone takes one distance a
+// point where profKernel allows it.
 func (s *session) Profile(ctx context.Context, inertia, utility []uint64) error {
 	if !s.valid {
 		return errors.New("cudakern: Profile before Assign")
@@ -47,6 +56,15 @@ func (s *session) Profile(ctx context.Context, inertia, utility []uint64) error 
 		s.profCached++
 		return nil
 	}
+	kernel, byLabel := profKernel(&s.L, s.b.dev, s.prev)
+	return s.profileJob(kernel, byLabel, inertia, utility)
+}
+
+// profileJob is Profile's job of its own with the profile kernel kernel
+// (byLabel as profileLaunch's), which must be exact for the session's
+// points and centroids (profKernel's, or in tests any that is).
+func (s *session) profileJob(kernel string, byLabel bool, inertia, utility []uint64) error {
+	k := s.k
 	clear(inertia[:k])
 	if utility != nil {
 		clear(utility[:k])
@@ -62,21 +80,17 @@ func (s *session) Profile(ctx context.Context, inertia, utility []uint64) error 
 		if err := s.b.grow(&s.dProf, &s.profBytes, 16*k); err != nil {
 			return err
 		}
-		b, L := s.b, &s.L
-		// the centroids, centred, as int64 at the staging buffer's start
-		s.grow(8 * k * L.dim)
-		cent := unsafe.Slice((*int64)(unsafe.Pointer(&s.up[0])), k*L.dim)
-		for i, v := range s.prev {
-			cent[i] = int64(v) - L.center[i%L.dim]
-		}
-		if err := b.htod(s.dUp, unsafe.Pointer(&s.up[0]), 8*k*L.dim); err != nil {
+		b := s.b
+		// the centroids, centred, at the staging buffer's start
+		size := s.profCentroids(kernel, s.prev)
+		if err := b.htod(s.dUp, unsafe.Pointer(&s.up[0]), size); err != nil {
 			return err
 		}
 		slots := profSlots(k, utility != nil)
 		if err := b.memset32(s.dProf, 0, 2*slots); err != nil {
 			return err
 		}
-		if err := s.profileLaunch(s.dUp, s.dProf, 0, k, utility != nil); err != nil {
+		if err := s.profileLaunch(kernel, s.dUp, s.dProf, 0, k, utility != nil, byLabel); err != nil {
 			return err
 		}
 		return b.dtoh(unsafe.Pointer(&out[0]), s.dProf, 8*slots)
@@ -91,7 +105,7 @@ func (s *session) Profile(ctx context.Context, inertia, utility []uint64) error 
 	return nil
 }
 
-// profSlots is the 64-bit slots of kq_profile's output for k clusters:
+// profSlots is the 64-bit slots of a profile kernel's output for k clusters:
 // an inertia each, and a utility each if util.
 func profSlots(k int, util bool) int {
 	if util {
@@ -100,12 +114,78 @@ func profSlots(k int, util bool) int {
 	return k
 }
 
-// profileLaunch launches kq_profile, on the context's thread, over the
-// session's points (their int32 columns: ensureI32 first) for the k
-// centroids at cent (int64, centred) into out (profSlots(k, util) slots,
-// which the caller zeroed). With gate not 0 the kernel runs only where
-// the u64 there is not 0 (LloydSteps' SCAL_PROF).
-func (s *session) profileLaunch(cent, out, gate uint64, k int, util bool) error {
+// profKernel returns the profile kernel for the centroids (uncentred,
+// k·dim) of a labelling of L's points on device dev, and whether it may
+// take the labels on the device for that labelling's (byLabel).
+//
+// The kernel is the cheapest whose arithmetic is exact for every distance
+// between a point and a centroid, by L.distBound (which also bounds every
+// centred coordinate's square): kq_profile_f32 where dim ≤ 4 and the
+// bound is below 2^24, kq_profile_f64 on a device with fast fp64 where it
+// is below 2^53, else kq_profile_i64 (the CPU's wrapping arithmetic).
+//
+// byLabel holds where the bound is below 2^63: no distance then wraps or
+// turns negative in the labelling kernels' arithmetic, so the label of
+// every point is its nearest centroid, ties to the lowest index, as the
+// kernel's own comparisons would find it. Beyond (centroids far outside
+// the points' box, which the engine never makes) kq_profile_i64 scans
+// every centroid, as the CPU does.
+func profKernel(L *layout, dev Device, centroids []int32) (kernel string, byLabel bool) {
+	bound := L.distBound(centroids)
+	switch {
+	case L.dim <= 4 && bound < exactF32:
+		return kProfileF32, true
+	case dev.fastF64() && bound < exactF64:
+		return kProfileF64, true
+	}
+	return kProfileI64, bound < 1<<63
+}
+
+// fastF64 reports whether the device runs fp64 at half the fp32 rate or
+// so (the A100 and H100 parts, compute capability 8.0 and 9.0); elsewhere
+// fp64 is slower than the 64-bit integer arithmetic.
+func (d Device) fastF64() bool {
+	return d.Minor == 0 && (d.Major == 8 || d.Major == 9)
+}
+
+// profCentroids writes centroids (uncentred, k·dim), centred, at the
+// staging buffer's start in the type of the profile kernel kernel
+// (float4 for kq_profile_f32, as the fast kernels' centres; float64 or
+// int64, k·dim, else), and returns their bytes.
+func (s *session) profCentroids(kernel string, centroids []int32) int {
+	L := &s.L
+	k := len(centroids) / L.dim
+	switch kernel {
+	case kProfileF32:
+		s.grow(16 * k)
+		L.centres(centroids, unsafe.Slice((*float32)(unsafe.Pointer(&s.up[0])), 4*k))
+		return 16 * k
+	case kProfileF64:
+		s.grow(8 * len(centroids))
+		cent := unsafe.Slice((*float64)(unsafe.Pointer(&s.up[0])), len(centroids))
+		for i, v := range centroids {
+			cent[i] = float64(int64(v) - L.center[i%L.dim])
+		}
+	default:
+		s.grow(8 * len(centroids))
+		cent := unsafe.Slice((*int64)(unsafe.Pointer(&s.up[0])), len(centroids))
+		for i, v := range centroids {
+			cent[i] = int64(v) - L.center[i%L.dim]
+		}
+	}
+	return 8 * len(centroids)
+}
+
+// profileLaunch launches the profile kernel kernel, on the context's
+// thread, over the session's points (their int32 columns: ensureI32
+// first) for the k centroids at cent (centred, in the kernel's type: see
+// profCentroids) into out (profSlots(k, util) slots, which the caller
+// zeroed). With byLabel the labels on the device must be the labelling of
+// those centroids (profKernel says where they may stand for it): the
+// inertia alone then takes one thread and one distance a point, and the
+// utility's scan needs no index. With gate not 0 the kernel runs only
+// where the u64 there is not 0 (LloydSteps' SCAL_PROF).
+func (s *session) profileLaunch(kernel string, cent, out, gate uint64, k int, util, byLabel bool) error {
 	b, L := s.b, &s.L
 	p := &profParams{Pts: s.dI32, Weights: s.dW, Cent: cent, Out: out, Gate: gate,
 		N: int32(L.n), Npad: int32(L.npad), K: int32(k), Dim: int32(L.dim)}
@@ -113,12 +193,22 @@ func (s *session) profileLaunch(cent, out, gate uint64, k int, util bool) error 
 	if util {
 		p.Util = 1
 	}
+	threads := L.n * profSplit
+	if byLabel {
+		p.Labels = s.dLabels
+		if s.label32 {
+			p.Label32 = 1
+		}
+		if !util {
+			threads = L.n
+		}
+	}
 	smem := 0
 	if 8*slots <= profileSmemMax {
 		p.Smem, smem = 1, 8*slots
 	}
-	grid := b.blocks(kProfile, smem, (L.n*profSplit+255)/256)
-	err := b.launch(kProfile, grid, 256, smem, unsafe.Pointer(p))
+	grid := b.blocks(kernel, smem, (threads+255)/256)
+	err := b.launch(kernel, grid, 256, smem, unsafe.Pointer(p))
 	runtime.KeepAlive(p)
 	return err
 }
