@@ -41,7 +41,7 @@ func gpuDefaults() map[kmeans.Algorithm]kmeans.Cost {
 	}
 }
 
-func newAuto(s *session) *auto {
+func newAuto(s *session, total uint64) *auto {
 	n, dim, k := s.L.n, s.L.dim, s.capK
 	var cands []kmeans.Algorithm
 	var start kmeans.Algorithm
@@ -60,7 +60,7 @@ func newAuto(s *session) *auto {
 			why = fmt.Sprintf("k·log₂k = %.0f against n·d = %d (Wu and Hong's test: ranking the centroids costs too much); ", klogk, n*dim)
 		}
 	}
-	a := &auto{total: s.pts.TotalWeight()}
+	a := &auto{total: total}
 	a.hy = kmeans.NewHybrid(kmeans.HybridConfig{
 		Key: s.b.CostKey(0), N: n, Dim: dim, Candidates: cands, Start: start, Why: why,
 		Defaults: gpuDefaults(), K: k,

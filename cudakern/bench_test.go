@@ -300,6 +300,76 @@ func BenchmarkSeed(b *testing.B) {
 	})
 }
 
+// BenchmarkSeedChunk: k-means++ on the device at k = 256, all steps
+// streamed (kq_pp_steps), on the deduplicated colours of real images, for
+// chunks of at least chunk points a block: fewer blocks make each step's
+// scans of the blocks' totals shorter and the barrier cheaper, more share
+// its gains out wider.
+func BenchmarkSeedChunk(b *testing.B) {
+	g := gpu(b)
+	const k = 256
+	trials := 2 + int(math.Log(k))
+	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
+		colors, counts, _ := UniqueRGB(loadPixels(b, name))
+		pts := colourPoints(colors, counts, "rgb")
+		s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, chunk := range []int{256, 384, 512, 768, 1024} {
+			b.Run(fmt.Sprintf("%s/chunk=%d", name, chunk), func(b *testing.B) {
+				old := ppChunkMin
+				ppChunkMin = chunk
+				defer func() { ppChunkMin = old }()
+				for range b.N {
+					deviceSeedsStreamed(b, s.(Seeder), pts, k, trials, k, rand.NewPCG(1, 0x6b717561_6e740000))
+				}
+				b.ReportMetric(float64(len(colors)), "colours")
+			})
+		}
+		s.Close()
+	}
+}
+
+// BenchmarkLabels: what a whole run's last call costs, the labels of the
+// deduplicated colours of real images back on the host (u16 on the
+// device for k = 256): Labels, and the copy alone (the rest is the
+// widening to int32).
+func BenchmarkLabels(b *testing.B) {
+	g := gpu(b)
+	const k = 256
+	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
+		colors, counts, _ := UniqueRGB(loadPixels(b, name))
+		pts := colourPoints(colors, counts, "rgb")
+		s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Assign(context.Background(), pts.Coords[:k*pts.Dim], &kmeans.Stats{}); err != nil {
+			b.Fatal(err)
+		}
+		n := pts.Len()
+		dst := make([]int32, n)
+		b.Run(name+"/labels", func(b *testing.B) {
+			for range b.N {
+				if err := s.Labels(dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		ss := s.(*session)
+		tmp := make([]uint16, n)
+		b.Run(name+"/copy", func(b *testing.B) {
+			for range b.N {
+				if err := g.w.do(func() error { return g.dtoh(unsafe.Pointer(&tmp[0]), ss.dLabels, 2*n) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		s.Close()
+	}
+}
+
 // meteredBackend times the sessions of a Backend: where a whole run's time
 // goes (BenchmarkRunStages).
 type meteredBackend struct {

@@ -940,6 +940,17 @@ func TestSeeder(t *testing.T) {
 				t.Errorf("%s %s k=%d: streamed seeds (%d steps a call) %v, host %v", c.name, c.space, c.k, batch, streamed, want)
 			}
 		}
+		// kq_pp_steps' chunks: one group a block, the registers' 1024
+		// points, and beyond them (points read again each step)
+		for _, chunk := range []int{32, 1024, 4000} {
+			old := ppChunkMin
+			ppChunkMin = chunk
+			streamed := deviceSeedsStreamed(t, s.(Seeder), pts, c.k, trials, c.k, rand.NewPCG(5, 0x6b717561_6e740000))
+			ppChunkMin = old
+			if !slices.Equal(streamed, want) {
+				t.Errorf("%s %s k=%d: streamed seeds, chunks of %d points at least, %v, host %v", c.name, c.space, c.k, chunk, streamed, want)
+			}
+		}
 		// more than 8 draws a step (kq_pp_steps, not kq_pp_steps_t8)
 		want12 := hostPlusPlus(pts, c.k, 12, rand.New(rand.NewPCG(5, 0x6b717561_6e740000)))
 		if got := deviceSeedsStreamed(t, s.(Seeder), pts, c.k, 12, c.k, rand.NewPCG(5, 0x6b717561_6e740000)); !slices.Equal(got, want12) {

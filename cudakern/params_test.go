@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -824,6 +825,35 @@ func TestLayoutPasses(t *testing.T) {
 		}
 		if got := L.steps(pts); got != want {
 			t.Errorf("%s: steps %v, want %v", c.name, got, want)
+		}
+	}
+}
+
+// TestWidenU16: labels copied as uint16s into the upper half of an int32
+// slice come out widened in place, at every length (odd ones, one, none)
+// and at the extremes of uint16.
+func TestWidenU16(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, 3, 7, 1000, 65537} {
+		want := make([]int32, n)
+		dst := make([]int32, n)
+		for i := range dst {
+			dst[i] = -1
+		}
+		up := upperU16(dst)
+		for i := range n {
+			v := uint16(r.Uint32())
+			switch i % 5 {
+			case 1:
+				v = 0
+			case 2:
+				v = 0xffff
+			}
+			up[i], want[i] = v, int32(v)
+		}
+		widenU16(dst)
+		if !slices.Equal(dst, want) {
+			t.Errorf("n = %d: widened %v…, want %v…", n, dst[:min(n, 8)], want[:min(n, 8)])
 		}
 	}
 }

@@ -101,6 +101,9 @@ const (
 	ppMaxB = 1024
 )
 
+// ppChunkMin is the fewest points of a block's chunk in kq_pp_steps.
+var ppChunkMin = 256
+
 // loop returns the parameters of kq_pp_steps (stride mt: 8 for
 // kq_pp_steps_t8, else ppMaxT) on grid blocks for p, with its buffers in
 // one allocation of the bytes it returns from base (base 0: to size it):
@@ -138,7 +141,7 @@ func (st *seedState) stepsCoop(b *Backend, p *ppParams, steps int) (bool, error)
 		name, mt = kPPSteps8, 8
 	}
 	n := int(p.N)
-	grid := min(ppMaxB, b.blocks(name, 0, (n+255)/256))
+	grid := min(ppMaxB, b.blocks(name, 0, (n+ppChunkMin-1)/ppChunkMin))
 	chunk := (n + grid - 1) / grid
 	chunk = (chunk + ppGroup - 1) / ppGroup * ppGroup
 	grid = (n + chunk - 1) / chunk

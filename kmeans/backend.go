@@ -54,7 +54,8 @@ type SessionOptions struct {
 	shape *kdShape
 	// summary, if it summarises the points opened on, says that Run
 	// validated them: the CPU's Open takes their box and total weight
-	// from it rather than pass over them again.
+	// from it rather than pass over them again, and other backends
+	// through Extent.
 	summary *pointSummary
 }
 

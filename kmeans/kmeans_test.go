@@ -1362,3 +1362,63 @@ func TestTotalWeight(t *testing.T) {
 		}
 	}
 }
+
+// extentBackend is a backend of CPU sessions, the reduced set's too, that
+// records, for each point set it opens, whether its options carried Run's summary of the points,
+// and checks that SessionOptions.Extent gives what Points.Extent does.
+type extentBackend struct {
+	t         *testing.T
+	mu        sync.Mutex
+	summaries map[int]bool // by the number of points opened on
+}
+
+func (b *extentBackend) Name() string { return "extent-test" }
+
+func (b *extentBackend) RunsCoarse(n, k, dim int) bool { return true }
+
+func (b *extentBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
+	lo, hi, total, err := opt.Extent(pts)
+	wlo, whi, wtotal, werr := pts.Extent()
+	if err != nil || werr != nil || !slices.Equal(lo, wlo) || !slices.Equal(hi, whi) || total != wtotal {
+		b.t.Errorf("%d points: SessionOptions.Extent %v %v %d (%v), Points.Extent %v %v %d (%v)", pts.Len(), lo, hi, total, err, wlo, whi, wtotal, werr)
+	}
+	b.mu.Lock()
+	b.summaries[pts.Len()] = opt.summary != nil && opt.summary.pts == pts
+	b.mu.Unlock()
+	s, err := CPU.Open(pts, opt)
+	return plainSession{s}, err
+}
+
+// TestSessionOptionsExtent: a backend gets the run's points' box and total
+// weight from the summary Run made when validating them, and the reduced
+// set's from a pass of its own; options without a summary measure, and
+// report bad points.
+func TestSessionOptionsExtent(t *testing.T) {
+	p := randomPoints(23, 20000, 3, 3000)
+	b := &extentBackend{t: t, summaries: map[int]bool{}}
+	if _, err := Run(context.Background(), p, Config{K: 12, Seed: 2, Workers: 2, Starts: 1, Coarse: 4000, Backend: b}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.summaries) != 2 {
+		t.Fatalf("opened point sets of %v points, want the reduced set and all %d", b.summaries, p.Len())
+	}
+	for n, had := range b.summaries {
+		if want := n == p.Len(); had != want {
+			t.Errorf("%d points: options carried Run's summary %v, want %v", n, had, want)
+		}
+	}
+	bad := &Points{Dim: 3, Coords: []int32{1, 2, 3, 4}}
+	if _, _, _, err := (SessionOptions{}).Extent(bad); err == nil {
+		t.Error("Extent of 4 coordinates in 3 dimensions: no error")
+	}
+	other, err := p.summarize(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := randomPoints(24, 500, 3, 100)
+	lo, hi, total, err := SessionOptions{summary: other}.Extent(q)
+	wlo, whi, wtotal, _ := q.Extent()
+	if err != nil || !slices.Equal(lo, wlo) || !slices.Equal(hi, whi) || total != wtotal {
+		t.Errorf("Extent with another set's summary: %v %v %d (%v), want %v %v %d", lo, hi, total, err, wlo, whi, wtotal)
+	}
+}

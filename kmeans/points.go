@@ -174,6 +174,17 @@ func (p *Points) Extent() (lo, hi []int32, total uint64, err error) {
 	return sum.lo, sum.hi, sum.total, nil
 }
 
+// Extent returns pts.Extent() for a backend opening a session on pts with
+// these options: from the summary Run made of pts when it validated them
+// (when Run opened the session), else from a pass of their own. The
+// slices may be shared with the summary: the caller must not change them.
+func (o SessionOptions) Extent(pts *Points) (lo, hi []int32, total uint64, err error) {
+	if o.summary != nil && o.summary.pts == pts {
+		return o.summary.lo, o.summary.hi, o.summary.total, nil
+	}
+	return pts.Extent()
+}
+
 // pointSummary is what validating a point set finds out about it and what
 // the sessions opened on it would otherwise compute again, each a pass over
 // every point: its points' bounding box and total weight. Run validates its
