@@ -417,6 +417,60 @@ func TestRefutedCalibration(t *testing.T) {
 	}
 }
 
+// TestCalibratedPruningUnitKept: a session does not drag a pruning
+// algorithm's unit that Calibrate measured with its passes (which are
+// mostly bookkeeping where the bounds hold): the unit stays Calibrate's in
+// the session and in the cache. A session whose passes, mostly distances,
+// measure it more than hostileTol off refutes it: the unit is then the
+// session's fit, cached as one.
+func TestCalibratedPruningUnitKept(t *testing.T) {
+	const n, dim = 30000, 32
+	defs := map[Algorithm]Cost{Bounds: {Fixed: 1e-4, Unit: 1e-10}, Lloyd: {Unit: 1e-10}}
+	for _, tc := range []struct {
+		name       string
+		fixed, cal float64 // Calibrate's fixed cost and unit of the bounds
+		u, w       float64 // the sessions' passes: unit and distances a point
+		kept       bool
+	}{
+		{"near", 1e-4, 2e-10, 1.5e-10, 4, true},
+		{"near, dearer", 1e-4, 2e-10, 2.8e-10, 4, true},
+		{"bookkeeping", 1e-3, 0.5e-10, 3.5e-10, 1, true}, // the distances a twentieth of the pass
+		{"hostile", 1e-4, 0.5e-10, 3e-10, 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv("KQUANT_CACHE_DIR", dir)
+			t.Setenv("KQUANT_CALIBRATION", "")
+			cal := Cost{Fixed: tc.fixed, Unit: tc.cal, Search: 50e-9, Samples: 30, Calibrated: true}
+			writeCalibration(t, dir, calibrationFile{Version: calibrationVersion, Fits: map[string]map[Algorithm]Cost{
+				"k/d32": {Bounds: cal}}})
+			for range 2 { // a second session from what the first left
+				h := NewHybrid(HybridConfig{Key: "k", N: n, Dim: dim, Candidates: []Algorithm{Bounds}, Start: Bounds, Defaults: defs})
+				secs := tc.fixed + n*dim*tc.w*tc.u
+				h.Observe(time.Duration(2*secs*1e9), 32*n, 32, true, 1) // the search that sets the bounds
+				for range 10 {
+					h.Observe(time.Duration(secs*1e9), uint64(float64(n)*tc.w), 32, false, 0.01)
+				}
+				c := h.Cost(Bounds)
+				if tc.kept && c != cal {
+					t.Fatalf("Calibrate's bounds %+v became %+v in the session", cal, c)
+				}
+				if !tc.kept && (c.Calibrated || !within(c.Unit, tc.u, 0.05)) {
+					t.Fatalf("a refuted calibration %+v kept as %+v", cal, c)
+				}
+				h.Save()
+				got := loadCalibration("k/d32")[Bounds]
+				if tc.kept && got != cal {
+					t.Fatalf("Calibrate's bounds %+v cached as %+v", cal, got)
+				}
+				if !tc.kept && (got.Calibrated || !within(got.Unit, tc.u, 0.05)) {
+					t.Fatalf("a refuted calibration cached as %+v", got)
+				}
+			}
+		})
+	}
+}
+
 // writeCalibration writes raw JSON as the calibration file of dir.
 func writeCalibration(t *testing.T, dir string, v any) {
 	t.Helper()
