@@ -72,24 +72,24 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 	// unless a decision hangs on it, and the build of its 1 024 points
 	// takes under a millisecond, which a page fault or a collection
 	// on a loaded machine can double)
-	r256, b256, _ := treeProbe(p, randomStart(p, 256, 1), yes, nil, 1)
-	_, b16, _ := treeProbe(p, start[:16*16], yes, nil, 1)
+	r256, b256, _ := treeProbe(p, randomStart(p, 256, 1), yes, nil, nil, 1)
+	_, b16, _ := treeProbe(p, start[:16*16], yes, nil, nil, 1)
 	for range 2 {
-		_, b, _ := treeProbe(p, randomStart(p, 256, 1), yes, nil, 1)
+		_, b, _ := treeProbe(p, randomStart(p, 256, 1), yes, nil, nil, 1)
 		b256 = math.Min(b256, b)
-		_, b, _ = treeProbe(p, start[:16*16], yes, nil, 1)
+		_, b, _ = treeProbe(p, start[:16*16], yes, nil, nil, 1)
 		b16 = math.Min(b16, b)
 	}
 	if !(r256 > 0 && !math.IsInf(r256, 1) && b256 > 0 && b256 < b16/2) {
 		t.Errorf("probe at k = 256: pass %.3f, build %.3f; at k = 16: build %.3f", r256, b256, b16)
 	}
 	dear := func(r, b float64) bool { return takeTree(r, 100*b, 0.3) }
-	if r, b, _ := treeProbe(p, start[:16*16], dear, nil, 2); !math.IsInf(r, 1) || b <= 0 {
+	if r, b, _ := treeProbe(p, start[:16*16], dear, nil, nil, 2); !math.IsInf(r, 1) || b <= 0 {
 		t.Errorf("probe at k = 16, its build priced 100 times over: pass %.3f timed, build %.3f", r, b)
 	}
 	// Too few points: no probe, no kd-tree.
 	small := Synthetic(treeProbeMin/2, 16, 16, 0.001, 3)
-	if r, b, _ := treeProbe(small, randomStart(small, 16, 1), yes, nil, 1); r != 0 || b != 0 {
+	if r, b, _ := treeProbe(small, randomStart(small, 16, 1), yes, nil, nil, 1); r != 0 || b != 0 {
 		t.Errorf("probe of %d points: %g, %g", small.Len(), r, b)
 	}
 }
