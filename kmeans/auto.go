@@ -117,6 +117,7 @@ type Hybrid struct {
 	beaten     map[Algorithm]bool    // probes that measured no faster than the algorithm they left
 	trend      []float64             // the weight moved by the passes since the last restart, newest last
 	oneRun     bool                  // no restart to come
+	tail       int                   // the passes since the last restart that moved less than tailMoved, in a row
 	own        map[Algorithm]*ownFit // the session's own fits of the units it keeps (keepsCalibrated)
 }
 
@@ -584,11 +585,17 @@ func (h *Hybrid) Observe(d time.Duration, work uint64, k int, fresh bool, moved 
 	h.k, h.moved = k, moved
 	if restart {
 		h.trend = h.trend[:0] // a restart's pass moves everything
+		h.tail = 0
 	} else {
 		if len(h.trend) == trendLen {
 			h.trend = h.trend[1:]
 		}
 		h.trend = append(h.trend, moved)
+		if moved < tailMoved {
+			h.tail++
+		} else {
+			h.tail = 0
+		}
 	}
 	m := h.measure(h.cur)
 	if fresh {
@@ -826,11 +833,12 @@ const (
 	// trendLen is the passes whose moved weight the guess extrapolates.
 	trendLen = 5
 	// tailMoved is the fraction of the weight moved by a pass below which
-	// a run is in its tail, and tailPasses the passes it is then expected
-	// to last: on the seeds' sets of bench/README.md the tails (a few
-	// tens of points moving, to and fro) lasted 1 to 25 passes, which the
-	// moved weight does not foretell (d = 8, k = 16, σ² = 0.01: 12 passes
-	// of 8 to 50 points of 30 000, then the end).
+	// a run is in its tail, and tailPasses the fewest passes it is then
+	// expected to last: on the seeds' sets of bench/README.md the tails (a
+	// few tens of points moving, to and fro) lasted 1 to 25 passes, which
+	// the moved weight does not foretell (d = 8, k = 16, σ² = 0.01: 12
+	// passes of 8 to 50 points of 30 000, then the end); what does is how
+	// long the tail has lasted (remaining).
 	tailMoved  = 0.005
 	tailPasses = 4
 )
@@ -841,9 +849,12 @@ const (
 // run lasts until it falls below a point: ln(moved·n)/ln(1/q) passes
 // (Lloyd runs converge about geometrically until their tail; from a
 // random start at d = 8, σ² = 0.1 this foretold 20 passes after the
-// sixth, of 25). In the tail (tailMoved), tailPasses at most. Else, or too soon
-// after a restart to tell, as many passes again as have run (the
-// median of a length that is as likely as not to be past its middle).
+// sixth, of 25). In the tail (tailMoved), as many passes again as the
+// tail has lasted, and at least tailPasses (a length seen at a random
+// point of it is as likely as not past its middle; the steady passes bound
+// both). Else, or too soon after a restart to tell, as many passes again
+// as have run (the median of a length that is as likely as not to be past
+// its middle).
 func (h *Hybrid) remaining() float64 {
 	steady := float64(h.steady)
 	tr := h.trend
@@ -852,7 +863,7 @@ func (h *Hybrid) remaining() float64 {
 	}
 	m := tr[len(tr)-1]
 	if m < tailMoved {
-		return math.Min(steady, tailPasses)
+		return math.Min(steady, math.Max(tailPasses, float64(h.tail)))
 	}
 	q, ok := h.fall()
 	if !ok {

@@ -471,6 +471,51 @@ func TestCalibratedPruningUnitKept(t *testing.T) {
 	}
 }
 
+// TestRemainingTailGrows: in a run's tail the passes left are at least
+// tailPasses and grow with the passes the tail has lasted (as many again),
+// bounded by the steady passes; a pass that moves more ends the tail, and
+// a restart starts it afresh.
+func TestRemainingTailGrows(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	h := NewHybrid(HybridConfig{Key: "test", N: 30000, Dim: 8, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Why: "test",
+		Defaults: map[Algorithm]Cost{Lloyd: {Unit: 1e-10}}})
+	pass := func(moved float64) { h.Observe(time.Millisecond, 16*30000, 16, false, moved) }
+	h.Observe(time.Millisecond, 16*30000, 16, true, 1)
+	for _, m := range []float64{0.3, 0.1, 0.03, 0.01} {
+		pass(m)
+	}
+	for i := 1; i <= 12; i++ {
+		pass(0.001)
+		if want := math.Max(tailPasses, float64(i)); h.remaining() != want {
+			t.Fatalf("after %d passes of the tail: %g passes left, want %g", i, h.remaining(), want)
+		}
+	}
+	pass(0.01) // out of the tail, then in again
+	pass(0.001)
+	if h.remaining() != tailPasses {
+		t.Fatalf("a new tail: %g passes left, want %d", h.remaining(), tailPasses)
+	}
+	for range 8 {
+		pass(0.001)
+	}
+	h.Observe(time.Millisecond, 24*30000, 24, true, 1) // a new k
+	for range 3 {
+		h.Observe(time.Millisecond, 24*30000, 24, false, 0.001)
+	}
+	if h.remaining() != tailPasses {
+		t.Fatalf("3 passes into the tail of a new run: %g passes left, want %d", h.remaining(), tailPasses)
+	}
+	h2 := NewHybrid(HybridConfig{Key: "test", N: 30000, Dim: 8, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Why: "test",
+		Defaults: map[Algorithm]Cost{Lloyd: {Unit: 1e-10}}})
+	h2.Observe(time.Millisecond, 16*30000, 16, true, 1)
+	for range 2 {
+		h2.Observe(time.Millisecond, 16*30000, 16, false, 0.001)
+	}
+	if h2.remaining() != 2 {
+		t.Fatalf("2 steady passes, in the tail: %g passes left, want 2 (the steady passes bound it)", h2.remaining())
+	}
+}
+
 // writeCalibration writes raw JSON as the calibration file of dir.
 func writeCalibration(t *testing.T, dir string, v any) {
 	t.Helper()
