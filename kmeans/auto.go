@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,7 +43,9 @@ type Chooser interface {
 // measured on the machine (kquant bench --calibrate), read from the cache
 // (CalibrationPath, keyed by backend, threads and dimension, versioned);
 // after every steady pass unit(a) is re-fitted from the pass's wall time
-// and work, and the fits are cached for later runs. The kd-tree has no
+// and work, and the fits are cached for later runs; but a pruning
+// algorithm's unit that Calibrate measured is kept as it is unless the
+// session's own fit refutes it (keepsCalibrated). The kd-tree has no
 // model: it is only ever measured.
 //
 // The model only proposes. The first pass runs the algorithm the caller's
@@ -114,6 +117,16 @@ type Hybrid struct {
 	beaten     map[Algorithm]bool    // probes that measured no faster than the algorithm they left
 	trend      []float64             // the weight moved by the passes since the last restart, newest last
 	oneRun     bool                  // no restart to come
+	tail       int                   // the passes since the last restart that moved less than tailMoved, in a row
+	own        map[Algorithm]*ownFit // the session's own fits of the units it keeps (keepsCalibrated)
+}
+
+// ownFit is a session's own fit of a unit that it keeps as Calibrate
+// measured it (keepsCalibrated): the mean unit of its steady passes whose
+// modelled time is mostly distances.
+type ownFit struct {
+	sum float64
+	n   int
 }
 
 // Cost holds the model constants of one algorithm on one backend.
@@ -200,7 +213,7 @@ func NewHybrid(c HybridConfig) *Hybrid {
 	h := &Hybrid{key: calKey(c.Key, c.Dim), n: c.N, dim: c.Dim, cands: c.Candidates, cur: c.Start, nextEpoch: 2,
 		consts: map[Algorithm]*Cost{}, deflt: c.Defaults, meas: map[Algorithm]*measure{}, tries: map[Algorithm]int{},
 		switchCost: c.SwitchCost, moved: 1, distrust: 1, off: map[Algorithm]float64{}, loaded: map[Algorithm]int{},
-		beaten: map[Algorithm]bool{}, oneRun: c.OneRun}
+		beaten: map[Algorithm]bool{}, oneRun: c.OneRun, own: map[Algorithm]*ownFit{}}
 	cached := loadCalibration(h.key)
 	for _, a := range c.Candidates {
 		v := c.Defaults[a]
@@ -572,11 +585,17 @@ func (h *Hybrid) Observe(d time.Duration, work uint64, k int, fresh bool, moved 
 	h.k, h.moved = k, moved
 	if restart {
 		h.trend = h.trend[:0] // a restart's pass moves everything
+		h.tail = 0
 	} else {
 		if len(h.trend) == trendLen {
 			h.trend = h.trend[1:]
 		}
 		h.trend = append(h.trend, moved)
+		if moved < tailMoved {
+			h.tail++
+		} else {
+			h.tail = 0
+		}
 	}
 	m := h.measure(h.cur)
 	if fresh {
@@ -604,7 +623,9 @@ func (h *Hybrid) Observe(d time.Duration, work uint64, k int, fresh bool, moved 
 	}
 	if c := h.consts[h.cur]; c != nil && w > 0 && h.n >= minFitPoints && h.dim > 0 {
 		u := (secs - c.Fixed - float64(h.n)*c.PerPoint) / (float64(h.n) * float64(h.dim) * w)
-		if d := h.deflt[h.cur].Unit; u > 0 && (d <= 0 || (u > d/fitRange && u < d*fitRange)) {
+		if d := h.deflt[h.cur].Unit; u > 0 && (d <= 0 || (u > d/fitRange && u < d*fitRange)) && h.keepsCalibrated(h.cur) {
+			h.fitOwn(h.cur, u, w)
+		} else if u > 0 && (d <= 0 || (u > d/fitRange && u < d*fitRange)) {
 			// running mean over the first passes, then a moving average
 			c.Samples++
 			a := math.Max(1/float64(c.Samples), 0.2)
@@ -622,6 +643,63 @@ func (h *Hybrid) Observe(d time.Duration, work uint64, k int, fresh bool, moved 
 	}
 	h.nextEpoch *= 2
 	return h.decide()
+}
+
+// keepsCalibrated says whether the session keeps a's unit as Calibrate
+// measured it rather than refitting it from its passes (Observe): a's
+// constants are Calibrate's and a prunes. A pruning pass computes few
+// distances, and much of its time is per-point bookkeeping (bounds,
+// drifts, orders) that the unit then absorbs: on the H100 host's 16
+// threads (bench/README.md, session 14) the sessions moved Calibrate's
+// 0.21 ns of the bounds at d = 32 (a fit with no per-point term) between
+// 0.148 and 0.211 ns from round to round, and the bounds' modelled pass
+// with it between 1.39 and 2.8 ms within one file, which made the probe
+// of the kd-tree cut its pass late or wrongly. The session measures its
+// own fit beside it (fitOwn), which replaces a calibration it refutes.
+func (h *Hybrid) keepsCalibrated(a Algorithm) bool {
+	c := h.consts[a]
+	return c != nil && c.Calibrated && (a == Bounds || a == WuHong)
+}
+
+// ownFitShare is the least share of a pass's modelled time that its
+// distances must make for the pass to count in a session's own fit of a
+// kept unit (fitOwn): a pass of mostly bookkeeping says little of the
+// cost of a distance.
+const ownFitShare = 0.5
+
+// ownFitPasses is the fewest passes a session's own fit of a kept unit
+// needs to refute the calibration.
+const ownFitPasses = 3
+
+// fitOwn adds a steady pass of a, whose unit measured u at w distances a
+// point, to the session's own fit of a's kept unit (keepsCalibrated), if
+// its distances make at least ownFitShare of its modelled time. Once the
+// fit's mean over ownFitPasses or more passes is more than hostileTol
+// times off Calibrate's unit either way, the calibration is refuted (a
+// hostile or stale cache): a's unit is then the session's fit, refitted
+// like any other from then on, and Save caches it as a session's fit
+// (Calibrate's constants of a are dropped).
+func (h *Hybrid) fitOwn(a Algorithm, u, w float64) {
+	c := h.consts[a]
+	dist := float64(h.n) * c.Unit * float64(h.dim) * w
+	if dist < ownFitShare*(c.Fixed+float64(h.n)*c.PerPoint+dist) {
+		return
+	}
+	o := h.own[a]
+	if o == nil {
+		o = &ownFit{}
+		h.own[a] = o
+	}
+	o.sum += u
+	o.n++
+	mean := o.sum / float64(o.n)
+	if o.n < ownFitPasses || (mean <= hostileTol*c.Unit && mean >= c.Unit/hostileTol) {
+		return
+	}
+	h.why = append(h.why, fmt.Sprintf("%s's passes measured %.3g ns a distance and dimension, Calibrate's %.3g: its calibration refuted, refitted", a, mean*1e9, c.Unit*1e9))
+	c.Unit, c.Calibrated = mean, false
+	c.Samples = max(c.Samples, h.loaded[a]) + o.n
+	delete(h.own, a)
 }
 
 // settling says whether a pruning algorithm's work still falls (by a
@@ -755,11 +833,12 @@ const (
 	// trendLen is the passes whose moved weight the guess extrapolates.
 	trendLen = 5
 	// tailMoved is the fraction of the weight moved by a pass below which
-	// a run is in its tail, and tailPasses the passes it is then expected
-	// to last: on the seeds' sets of bench/README.md the tails (a few
-	// tens of points moving, to and fro) lasted 1 to 25 passes, which the
-	// moved weight does not foretell (d = 8, k = 16, σ² = 0.01: 12 passes
-	// of 8 to 50 points of 30 000, then the end).
+	// a run is in its tail, and tailPasses the fewest passes it is then
+	// expected to last: on the seeds' sets of bench/README.md the tails (a
+	// few tens of points moving, to and fro) lasted 1 to 25 passes, which
+	// the moved weight does not foretell (d = 8, k = 16, σ² = 0.01: 12
+	// passes of 8 to 50 points of 30 000, then the end); what does is how
+	// long the tail has lasted (remaining).
 	tailMoved  = 0.005
 	tailPasses = 4
 )
@@ -770,9 +849,12 @@ const (
 // run lasts until it falls below a point: ln(moved·n)/ln(1/q) passes
 // (Lloyd runs converge about geometrically until their tail; from a
 // random start at d = 8, σ² = 0.1 this foretold 20 passes after the
-// sixth, of 25). In the tail (tailMoved), tailPasses at most. Else, or too soon
-// after a restart to tell, as many passes again as have run (the
-// median of a length that is as likely as not to be past its middle).
+// sixth, of 25). In the tail (tailMoved), as many passes again as the
+// tail has lasted, and at least tailPasses (a length seen at a random
+// point of it is as likely as not past its middle; the steady passes bound
+// both). Else, or too soon after a restart to tell, as many passes again
+// as have run (the median of a length that is as likely as not to be past
+// its middle).
 func (h *Hybrid) remaining() float64 {
 	steady := float64(h.steady)
 	tr := h.trend
@@ -781,7 +863,7 @@ func (h *Hybrid) remaining() float64 {
 	}
 	m := tr[len(tr)-1]
 	if m < tailMoved {
-		return math.Min(steady, tailPasses)
+		return math.Min(steady, math.Max(tailPasses, float64(h.tail)))
 	}
 	q, ok := h.fall()
 	if !ok {
@@ -893,7 +975,9 @@ const hostileTol = fitRange
 // drops the cached fits that a probe refuted and this session did not fit
 // again: those of a refuted algorithm, and every one when a refuted fit
 // discredited the cache; by more than refuteTol, or hostileTol for
-// Calibrate's fits.
+// Calibrate's fits. A pruning algorithm's unit that Calibrate measured is
+// not refitted (keepsCalibrated), so it is written only where the
+// session's own passes refuted it, as the session's fit (fitOwn).
 func (h *Hybrid) Save() {
 	fits := map[Algorithm]Cost{}
 	var drop []Algorithm
@@ -1326,15 +1410,21 @@ func treeBuildShare(n, k int) float64 {
 // sixty-fourth of a Lloyd pass and r/16 of one (r the first result) per
 // try of the tree.
 //
-// With workers of 2 or more, the first build runs beside the first Lloyd
-// pass, on another goroutine.
+// With workers of 2 or more (and as many processors), the first try's
+// build and then its pass of the tree run beside its Lloyd pass, on
+// another goroutine: each is timed on a thread of its own, and the tree's
+// pass is cut once Lloyd's pass and the build say where. beside, if not
+// nil, then runs on the probe's goroutine while the tree's pass runs; most
+// is asked again once it returns (probeTree measures the sample's gaps
+// there, which can only bring the cut sooner). The tries that confirm a
+// yes run one after the other.
 //
 // most, if not nil, gives for a build b the largest pass that take could
 // take with it: a pass of the tree that runs longer is cut there (cut
 // true, pass the time it ran, a no). Where the tree's passes lose, as in
 // 32 dimensions but on the tightest clusters, they were most of the
 // probe's time (BenchmarkAutoProbe).
-func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool, most func(b float64) float64, workers int) (pass, build float64, cut bool) {
+func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool, most func(b float64) float64, beside func(), workers int) (pass, build float64, cut bool) {
 	n, dim := pts.Len(), pts.Dim
 	if n < treeProbeMin || len(cent) < 2*dim {
 		return 0, 0, false
@@ -1362,9 +1452,9 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool, most fun
 	lo, _ := sub.Bounds()
 	origin := originAt(lo)
 	var tree *treeSession
-	done := make(chan struct{}) // the first build's
+	var side sync.WaitGroup // the goroutine beside the probe's: the first build, the tree's passes
 	defer func() {
-		<-done
+		side.Wait()
 		tree.Close()
 	}()
 	// timeBuild builds the sample's tree and returns the whole tree's
@@ -1378,19 +1468,21 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool, most fun
 		tree = newTreeSessionShaped(sub, origin, 1, nil)
 		return time.Since(t0).Seconds() * (treeBuildLevels + treeDepth(float64(n))) / (treeBuildLevels + treeDepth(float64(m)))
 	}
-	// the first build beside the first Lloyd pass, where the session has
-	// the threads: each is timed on a thread of its own
-	var tb float64
-	retimed := false
-	if workers >= 2 {
-		go func() {
-			tb = timeBuild()
-			close(done)
-		}()
-	} else {
-		tb = timeBuild()
-		close(done)
+	// a pass of the tree, cut where the context says; its start is given
+	// to started before it runs
+	type treeRun struct {
+		secs float64
+		err  error
 	}
+	var tst Stats
+	treePass := func(ctx context.Context, started func(time.Time)) treeRun {
+		tree.valid = false
+		t0 := time.Now()
+		started(t0)
+		err := tree.Assign(ctx, cent, &tst)
+		return treeRun{time.Since(t0).Seconds(), err}
+	}
+	threads := workers >= 2 && runtime.GOMAXPROCS(0) >= 2
 	ls, err := CPU.Open(quarter, SessionOptions{Algorithm: Lloyd, MaxK: k, Workers: 1})
 	if err != nil {
 		return 0, 0, false
@@ -1398,38 +1490,77 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool, most fun
 	defer ls.Close()
 	lloyd := ls.(*cpuSession)
 	var st Stats
+	var tb float64
+	retimed := false
 	tt, tl := math.Inf(1), math.Inf(1)
 	for try := 0; try < 3; try++ {
+		// a yes is confirmed by tries of their own, one after the other:
+		// a pass that waited for a thread, as Lloyd's beside the tree's
+		// can where the machine has other work, makes the tree look cheap
+		beside2 := threads && try == 0
+		at := new(atomic.Int64) // the tree's pass's deadline (unix ns), 0 while none
+		// timer-free: the pass asks between its tasks
+		ctx := passDeadline{context.Background(), at}
+		started := make(chan time.Time, 1)
+		ran := make(chan treeRun, 1)
+		built := make(chan struct{})
+		// the first build, then the tree's pass, beside Lloyd's pass where
+		// the session has the threads; else one after the other
+		if beside2 {
+			side.Add(1)
+			go func() {
+				defer side.Done()
+				tb = timeBuild()
+				close(built)
+				ran <- treePass(ctx, func(t time.Time) { started <- t })
+			}()
+		} else if try == 0 {
+			tb = timeBuild()
+		}
 		lloyd.valid = false // a fresh pass
 		t0 := time.Now()
 		if lloyd.Assign(context.Background(), cent, &st) != nil {
+			at.Store(1)
 			return 0, 0, false
 		}
 		tl = math.Min(tl, time.Since(t0).Seconds()*float64(m)/float64(q))
-		if try == 0 {
-			<-done
+		if beside2 {
+			<-built
 		}
 		if try == 0 && !take(0, tb/tl) && treeProbeClock == nil {
-			if !retimed {
-				tb, retimed = math.Min(tb, timeBuild()), true
+			if beside2 {
+				at.Store(1) // the pass beside would not be taken: cut it now
+				<-ran
+				beside2 = false // the tree's pass of this try, if any, after the build
 			}
+			tb, retimed = math.Min(tb, timeBuild()), true
 			if !take(0, tb/tl) {
 				return math.Inf(1), tb / tl, false // the build alone costs too much
 			}
 		}
-		tree.valid = false
-		var ctx context.Context = context.Background()
-		if most != nil && treeProbeClock == nil {
-			// timer-free: the pass asks between its tasks
-			ctx = passDeadline{ctx, time.Now().Add(time.Duration(most(tb/tl) * tl * 1.05 * 1e9))}
+		deadline := func(t0 time.Time) {
+			if most != nil && treeProbeClock == nil {
+				at.Store(t0.Add(time.Duration(most(tb/tl) * tl * 1.05 * 1e9)).UnixNano())
+			}
 		}
-		t0 = time.Now()
-		if err := tree.Assign(ctx, cent, &st); err == context.DeadlineExceeded {
-			return time.Since(t0).Seconds() / tl, tb / tl, true
-		} else if err != nil {
+		var r treeRun
+		if beside2 {
+			t0 := <-started
+			deadline(t0)
+			if beside != nil {
+				beside()
+				deadline(t0)
+			}
+			r = <-ran
+		} else {
+			r = treePass(ctx, deadline)
+		}
+		if r.err == context.DeadlineExceeded {
+			return r.secs / tl, tb / tl, true
+		} else if r.err != nil {
 			return 0, 0, false
 		}
-		tt = math.Min(tt, time.Since(t0).Seconds())
+		tt = math.Min(tt, r.secs)
 		if take(tt/tl, tb/tl) {
 			continue // yes: confirmed by another try
 		}
@@ -1448,18 +1579,20 @@ func treeProbe(pts *Points, cent []int32, take func(r, b float64) bool, most fun
 	return tt / tl, tb / tl, false
 }
 
-// passDeadline is a context whose Err is DeadlineExceeded from at on,
-// read from the clock at every call: a pass on one goroutine asks it
-// between its tasks, where a timer's context might only expire once the
-// scheduler runs (with one processor, after the pass).
+// passDeadline is a context whose Err is DeadlineExceeded from the time
+// at holds on (unix nanoseconds; none while 0), read from the clock at
+// every call: a pass on one goroutine asks it between its tasks, where a
+// timer's context might only expire once the scheduler runs (with one
+// processor, after the pass); and the deadline may be set or moved while
+// the pass runs, from another goroutine.
 type passDeadline struct {
 	context.Context
-	at time.Time
+	at *atomic.Int64
 }
 
 // Err implements context.Context.
 func (c passDeadline) Err() error {
-	if !time.Now().Before(c.at) {
+	if at := c.at.Load(); at != 0 && time.Now().UnixNano() >= at {
 		return context.DeadlineExceeded
 	}
 	return c.Context.Err()
@@ -1686,10 +1819,20 @@ func (s *autoSession) probeTree(centroids []int32) {
 	price := func(b float64) float64 { return math.Max(b, floor) * build }
 	// Where the bounds will search much of every point, their price is
 	// what the gaps say. The gaps (a scan of a sample, 0.5 ms in 32
-	// dimensions at k = 32 on the 2-core VM) are only measured once a
-	// decision hangs on them: where the tree is refused at the model's
-	// price but would be taken at the most the gaps can say.
+	// dimensions at k = 32 on the 2-core VM) are measured beside the
+	// tree's pass where it runs on a thread of its own (treeProbe), else
+	// only once a decision hangs on them: where the tree is refused at the
+	// model's price but would be taken at the most the gaps can say.
 	gapDone := h.cur != Bounds
+	gaps := func() {
+		if gapDone {
+			return
+		}
+		gapDone = true
+		if g := sampleGap(s.pts, centroids); g > 0 && boundsShare(g) >= boundsFailShare {
+			c = math.Max(c, h.boundsAtShare(k, boundsShare(g)))
+		}
+	}
 	take := func(r, b float64) bool {
 		if takeTree(r, price(b), c) {
 			return true
@@ -1697,10 +1840,7 @@ func (s *autoSession) probeTree(centroids []int32) {
 		if gapDone || !takeTree(r, price(b), math.Max(c, h.boundsAtShare(k, boundsShare(0)))) {
 			return false
 		}
-		gapDone = true
-		if g := sampleGap(s.pts, centroids); g > 0 && boundsShare(g) >= boundsFailShare {
-			c = math.Max(c, h.boundsAtShare(k, boundsShare(g)))
-		}
+		gaps()
 		return takeTree(r, price(b), c)
 	}
 	// the longest pass of the tree that take could take, at the most the
@@ -1712,7 +1852,13 @@ func (s *autoSession) probeTree(centroids []int32) {
 		}
 		return takeMost(price(b), cm)
 	}
-	r, b, cut := treeProbe(s.pts, centroids, take, most, s.workers)
+	// Where the tree's pass runs on a thread of its own, the gaps are
+	// measured beside it, at no cost in time: they can only raise c, as
+	// take would have (it decides as it would have), and where they do
+	// not, the pass is cut sooner (most): on the 2-core VM, d = 32,
+	// σ² = 0.01, the probe took 1.8 ms where it took 2.3 ms with the gaps
+	// after the pass (BenchmarkAutoProbe).
+	r, b, cut := treeProbe(s.pts, centroids, take, most, gaps, s.workers)
 	if r > 0 && take(r, b) {
 		dims := fmt.Sprintf("dimension %d > %d, but", s.pts.Dim, autoTreeDim)
 		if s.pts.Dim <= autoTreeDim {

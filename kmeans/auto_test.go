@@ -72,24 +72,24 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 	// unless a decision hangs on it, and the build of its 1 024 points
 	// takes under a millisecond, which a page fault or a collection
 	// on a loaded machine can double)
-	r256, b256, _ := treeProbe(p, randomStart(p, 256, 1), yes, nil, 1)
-	_, b16, _ := treeProbe(p, start[:16*16], yes, nil, 1)
+	r256, b256, _ := treeProbe(p, randomStart(p, 256, 1), yes, nil, nil, 1)
+	_, b16, _ := treeProbe(p, start[:16*16], yes, nil, nil, 1)
 	for range 2 {
-		_, b, _ := treeProbe(p, randomStart(p, 256, 1), yes, nil, 1)
+		_, b, _ := treeProbe(p, randomStart(p, 256, 1), yes, nil, nil, 1)
 		b256 = math.Min(b256, b)
-		_, b, _ = treeProbe(p, start[:16*16], yes, nil, 1)
+		_, b, _ = treeProbe(p, start[:16*16], yes, nil, nil, 1)
 		b16 = math.Min(b16, b)
 	}
 	if !(r256 > 0 && !math.IsInf(r256, 1) && b256 > 0 && b256 < b16/2) {
 		t.Errorf("probe at k = 256: pass %.3f, build %.3f; at k = 16: build %.3f", r256, b256, b16)
 	}
 	dear := func(r, b float64) bool { return takeTree(r, 100*b, 0.3) }
-	if r, b, _ := treeProbe(p, start[:16*16], dear, nil, 2); !math.IsInf(r, 1) || b <= 0 {
+	if r, b, _ := treeProbe(p, start[:16*16], dear, nil, nil, 2); !math.IsInf(r, 1) || b <= 0 {
 		t.Errorf("probe at k = 16, its build priced 100 times over: pass %.3f timed, build %.3f", r, b)
 	}
 	// Too few points: no probe, no kd-tree.
 	small := Synthetic(treeProbeMin/2, 16, 16, 0.001, 3)
-	if r, b, _ := treeProbe(small, randomStart(small, 16, 1), yes, nil, 1); r != 0 || b != 0 {
+	if r, b, _ := treeProbe(small, randomStart(small, 16, 1), yes, nil, nil, 1); r != 0 || b != 0 {
 		t.Errorf("probe of %d points: %g, %g", small.Len(), r, b)
 	}
 }
@@ -414,6 +414,105 @@ func TestRefutedCalibration(t *testing.T) {
 				t.Errorf("calibrated %v, refuted by %g: %s cached %v (%+v), want kept %v", tc.calibrated, tc.refuted, a, ok, c, tc.kept)
 			}
 		}
+	}
+}
+
+// TestCalibratedPruningUnitKept: a session does not drag a pruning
+// algorithm's unit that Calibrate measured with its passes (which are
+// mostly bookkeeping where the bounds hold): the unit stays Calibrate's in
+// the session and in the cache. A session whose passes, mostly distances,
+// measure it more than hostileTol off refutes it: the unit is then the
+// session's fit, cached as one.
+func TestCalibratedPruningUnitKept(t *testing.T) {
+	const n, dim = 30000, 32
+	defs := map[Algorithm]Cost{Bounds: {Fixed: 1e-4, Unit: 1e-10}, Lloyd: {Unit: 1e-10}}
+	for _, tc := range []struct {
+		name       string
+		fixed, cal float64 // Calibrate's fixed cost and unit of the bounds
+		u, w       float64 // the sessions' passes: unit and distances a point
+		kept       bool
+	}{
+		{"near", 1e-4, 2e-10, 1.5e-10, 4, true},
+		{"near, dearer", 1e-4, 2e-10, 2.8e-10, 4, true},
+		{"bookkeeping", 1e-3, 0.5e-10, 3.5e-10, 1, true}, // the distances a twentieth of the pass
+		{"hostile", 1e-4, 0.5e-10, 3e-10, 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv("KQUANT_CACHE_DIR", dir)
+			t.Setenv("KQUANT_CALIBRATION", "")
+			cal := Cost{Fixed: tc.fixed, Unit: tc.cal, Search: 50e-9, Samples: 30, Calibrated: true}
+			writeCalibration(t, dir, calibrationFile{Version: calibrationVersion, Fits: map[string]map[Algorithm]Cost{
+				"k/d32": {Bounds: cal}}})
+			for range 2 { // a second session from what the first left
+				h := NewHybrid(HybridConfig{Key: "k", N: n, Dim: dim, Candidates: []Algorithm{Bounds}, Start: Bounds, Defaults: defs})
+				secs := tc.fixed + n*dim*tc.w*tc.u
+				h.Observe(time.Duration(2*secs*1e9), 32*n, 32, true, 1) // the search that sets the bounds
+				for range 10 {
+					h.Observe(time.Duration(secs*1e9), uint64(float64(n)*tc.w), 32, false, 0.01)
+				}
+				c := h.Cost(Bounds)
+				if tc.kept && c != cal {
+					t.Fatalf("Calibrate's bounds %+v became %+v in the session", cal, c)
+				}
+				if !tc.kept && (c.Calibrated || !within(c.Unit, tc.u, 0.05)) {
+					t.Fatalf("a refuted calibration %+v kept as %+v", cal, c)
+				}
+				h.Save()
+				got := loadCalibration("k/d32")[Bounds]
+				if tc.kept && got != cal {
+					t.Fatalf("Calibrate's bounds %+v cached as %+v", cal, got)
+				}
+				if !tc.kept && (got.Calibrated || !within(got.Unit, tc.u, 0.05)) {
+					t.Fatalf("a refuted calibration cached as %+v", got)
+				}
+			}
+		})
+	}
+}
+
+// TestRemainingTailGrows: in a run's tail the passes left are at least
+// tailPasses and grow with the passes the tail has lasted (as many again),
+// bounded by the steady passes; a pass that moves more ends the tail, and
+// a restart starts it afresh.
+func TestRemainingTailGrows(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	h := NewHybrid(HybridConfig{Key: "test", N: 30000, Dim: 8, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Why: "test",
+		Defaults: map[Algorithm]Cost{Lloyd: {Unit: 1e-10}}})
+	pass := func(moved float64) { h.Observe(time.Millisecond, 16*30000, 16, false, moved) }
+	h.Observe(time.Millisecond, 16*30000, 16, true, 1)
+	for _, m := range []float64{0.3, 0.1, 0.03, 0.01} {
+		pass(m)
+	}
+	for i := 1; i <= 12; i++ {
+		pass(0.001)
+		if want := math.Max(tailPasses, float64(i)); h.remaining() != want {
+			t.Fatalf("after %d passes of the tail: %g passes left, want %g", i, h.remaining(), want)
+		}
+	}
+	pass(0.01) // out of the tail, then in again
+	pass(0.001)
+	if h.remaining() != tailPasses {
+		t.Fatalf("a new tail: %g passes left, want %d", h.remaining(), tailPasses)
+	}
+	for range 8 {
+		pass(0.001)
+	}
+	h.Observe(time.Millisecond, 24*30000, 24, true, 1) // a new k
+	for range 3 {
+		h.Observe(time.Millisecond, 24*30000, 24, false, 0.001)
+	}
+	if h.remaining() != tailPasses {
+		t.Fatalf("3 passes into the tail of a new run: %g passes left, want %d", h.remaining(), tailPasses)
+	}
+	h2 := NewHybrid(HybridConfig{Key: "test", N: 30000, Dim: 8, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Why: "test",
+		Defaults: map[Algorithm]Cost{Lloyd: {Unit: 1e-10}}})
+	h2.Observe(time.Millisecond, 16*30000, 16, true, 1)
+	for range 2 {
+		h2.Observe(time.Millisecond, 16*30000, 16, false, 0.001)
+	}
+	if h2.remaining() != 2 {
+		t.Fatalf("2 steady passes, in the tail: %g passes left, want 2 (the steady passes bound it)", h2.remaining())
 	}
 }
 
