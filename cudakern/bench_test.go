@@ -310,12 +310,7 @@ func BenchmarkSeedChunk(b *testing.B) {
 	const k = 256
 	trials := 2 + int(math.Log(k))
 	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
-		colors, counts, _ := UniqueRGB(loadPixels(b, name))
-		pts := colourPoints(colors, counts, "rgb")
-		s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
-		if err != nil {
-			b.Fatal(err)
-		}
+		pts, s := openColours(b, g, name, k)
 		for _, chunk := range []int{256, 384, 512, 768, 1024} {
 			b.Run(fmt.Sprintf("%s/chunk=%d", name, chunk), func(b *testing.B) {
 				old := ppChunkMin
@@ -324,11 +319,23 @@ func BenchmarkSeedChunk(b *testing.B) {
 				for range b.N {
 					deviceSeedsStreamed(b, s.(Seeder), pts, k, trials, k, rand.NewPCG(1, 0x6b717561_6e740000))
 				}
-				b.ReportMetric(float64(len(colors)), "colours")
+				b.ReportMetric(float64(pts.Len()), "colours")
 			})
 		}
 		s.Close()
 	}
+}
+
+// openColours opens a session on the deduplicated RGB colours of the
+// image name for up to k clusters, and returns the points with it.
+func openColours(tb testing.TB, g *Backend, name string, k int) (*kmeans.Points, kmeans.Session) {
+	colors, counts, _ := UniqueRGB(loadPixels(tb, name))
+	pts := colourPoints(colors, counts, "rgb")
+	s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pts, s
 }
 
 // BenchmarkLabels: what a whole run's last call costs, the labels of the
@@ -339,12 +346,7 @@ func BenchmarkLabels(b *testing.B) {
 	g := gpu(b)
 	const k = 256
 	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
-		colors, counts, _ := UniqueRGB(loadPixels(b, name))
-		pts := colourPoints(colors, counts, "rgb")
-		s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
-		if err != nil {
-			b.Fatal(err)
-		}
+		pts, s := openColours(b, g, name, k)
 		if err := s.Assign(context.Background(), pts.Coords[:k*pts.Dim], &kmeans.Stats{}); err != nil {
 			b.Fatal(err)
 		}
