@@ -623,16 +623,18 @@ func (h *Hybrid) Observe(d time.Duration, work uint64, k int, fresh bool, moved 
 	}
 	if c := h.consts[h.cur]; c != nil && w > 0 && h.n >= minFitPoints && h.dim > 0 {
 		u := (secs - c.Fixed - float64(h.n)*c.PerPoint) / (float64(h.n) * float64(h.dim) * w)
-		if d := h.deflt[h.cur].Unit; u > 0 && (d <= 0 || (u > d/fitRange && u < d*fitRange)) && h.keepsCalibrated(h.cur) {
-			h.fitOwn(h.cur, u, w)
-		} else if u > 0 && (d <= 0 || (u > d/fitRange && u < d*fitRange)) {
-			// running mean over the first passes, then a moving average
-			c.Samples++
-			a := math.Max(1/float64(c.Samples), 0.2)
-			if c.Unit <= 0 {
-				a = 1
+		if d := h.deflt[h.cur].Unit; u > 0 && (d <= 0 || (u > d/fitRange && u < d*fitRange)) {
+			if h.keepsCalibrated(h.cur) {
+				h.fitOwn(h.cur, u, w)
+			} else {
+				// running mean over the first passes, then a moving average
+				c.Samples++
+				a := math.Max(1/float64(c.Samples), 0.2)
+				if c.Unit <= 0 {
+					a = 1
+				}
+				c.Unit += a * (u - c.Unit)
 			}
-			c.Unit += a * (u - c.Unit)
 		}
 	}
 	if h.trial != nil {
