@@ -340,8 +340,8 @@ func openColours(tb testing.TB, g *Backend, name string, k int) (*kmeans.Points,
 
 // BenchmarkLabels: what a whole run's last call costs, the labels of the
 // deduplicated colours of real images back on the host (u16 on the
-// device for k = 256): Labels, and the copy alone (the rest is the
-// widening to int32).
+// device for k = 256): Labels (widened on the device, up to wideMax
+// points, then copied), and the copy of the 16-bit labels alone.
 func BenchmarkLabels(b *testing.B) {
 	g := gpu(b)
 	const k = 256

@@ -185,6 +185,69 @@ func TestIdentityRuns(t *testing.T) {
 	}
 }
 
+// TestLabelsWiden: 16-bit labels widened on the device (up to wideMax
+// points) and on the host are the CPU's labels, for an odd number of
+// points (the device widens two a thread) and labels above 32767, and
+// Labels writes nothing past the points.
+func TestLabelsWiden(t *testing.T) {
+	g := gpu(t)
+	colors, counts, _ := UniqueRGB(loadPixels(t, "home.jpg"))
+	n := len(colors)&^1 - 1
+	pts := colourPoints(colors[:n], counts[:n], "rgb")
+	ctx := context.Background()
+	defer func(m int) { wideMax = m }(wideMax)
+	for _, k := range []int{256, 40000} {
+		opt := kmeans.SessionOptions{MaxK: k}
+		gs, err := g.Open(pts, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gs.Close()
+		cs, err := kmeans.CPU.Open(pts, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		cent := pts.Coords[:k*pts.Dim]
+		if err := gs.Assign(ctx, cent, &kmeans.Stats{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Assign(ctx, cent, &kmeans.Stats{}); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]int32, n)
+		if err := cs.Labels(want); err != nil {
+			t.Fatal(err)
+		}
+		if k > 256 && slices.Max(want) <= 32767 {
+			t.Fatalf("k = %d: no label above 32767 to test", k)
+		}
+		for _, m := range []int{1 << 22, 0} {
+			wideMax = m
+			if gs.(*session).label32 {
+				t.Fatalf("k = %d: 32-bit labels on the device", k)
+			}
+			got := make([]int32, n+3)
+			for i := range got {
+				got[i] = -7
+			}
+			if err := gs.Labels(got); err != nil {
+				t.Fatal(err)
+			}
+			if i := slices.IndexFunc(got[n:], func(v int32) bool { return v != -7 }); i >= 0 {
+				t.Errorf("k = %d, wideMax = %d: Labels wrote %d past the %d points", k, m, got[n+i], n)
+			}
+			for i := range n {
+				if got[i] != want[i] {
+					t.Errorf("k = %d, wideMax = %d: label %d is %d, want %d", k, m, i, got[i], want[i])
+					break
+				}
+			}
+		}
+		t.Logf("k = %d, %d points: labels widened on the device and on the host are the CPU's", k, n)
+	}
+}
+
 // compareSessions runs the same sequence of Assigns on the GPU and the CPU
 // and compares stats and labels after each.
 func compareSessions(t testing.TB, b *Backend, pts *kmeans.Points, opt kmeans.SessionOptions, sets [][]int32) []sessionInfo {

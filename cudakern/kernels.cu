@@ -2208,6 +2208,27 @@ extern "C" __global__ void __launch_bounds__(256) kq_remap(const DedupParams p) 
         out[i] = lab[idx[i]];
 }
 
+// kq_widen_u16 widens n 16-bit labels into 32-bit ones, two a thread, for
+// Labels to copy straight into the caller's int32s: the host's widening
+// loop cost more than copying twice the bytes. dst has room for n rounded
+// up to even, and src may be read that far.
+struct WidenParams {
+    u64 src, dst;
+    int n, pad0;
+};
+
+static_assert(sizeof(WidenParams) == 24, "WidenParams layout");
+
+extern "C" __global__ void __launch_bounds__(256) kq_widen_u16(const WidenParams p) {
+    const u32* src = (const u32*)p.src;  // two labels a word, the first in the low half
+    uint2* dst = (uint2*)p.dst;
+    const int m = (p.n + 1) / 2;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
+        const u32 v = src[i];
+        dst[i] = make_uint2(v & 0xFFFFu, v >> 16);
+    }
+}
+
 // ------------------------------------------------------- k-means++ seeding
 //
 // The draws are the engine's own: the host's (SeedStep), or taken here
@@ -2657,6 +2678,7 @@ extern "C" __global__ void __launch_bounds__(256) kq_pp_add(const PPParams p) {
 // PP_MAXB is the most blocks of kq_pp_steps; PP_REG·256 points of a
 // block's chunk stay in registers.
 #define PP_MAXB 1024
+static_assert(PP_MAXB <= 32 * 32, "pp_steps finds a chunk in two ballots");
 #define PP_REG 4
 
 // PPLoop is the parameters of kq_pp_steps and kq_pp_steps_t8, whose MT
@@ -2895,15 +2917,13 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
         const u64* gg = ggrp + ((size_t)((s - 1) & 1) * MT + (s > 0 ? chosen : 0)) * ng;
         for (int t = warp; t < p.T; t += blockDim.x >> 5) {
             const u64 r = rs[t];
-            // the chunk: the first b with bpre[b] > r
-            int b = 0;
-            for (int b0 = 0; b0 < nb; b0 += 32) {
-                const u32 m = __ballot_sync(0xffffffffu, b0 + lane < nb && bpre[b0 + lane] > r);
-                if (m) {
-                    b = b0 + __ffs(m) - 1;
-                    break;
-                }
-            }
+            // the chunk: the first b with bpre[b] > r, in two ballots (nb ≤
+            // 32·32): the first run of 32 chunks whose last prefix exceeds
+            // r (the last run's last is pot > r), then the first in it
+            const u32 mrun = __ballot_sync(0xffffffffu, bpre[min(nb - 1, lane * 32 + 31)] > r);
+            const int b0 = (__ffs(mrun) - 1) * 32;
+            const u32 mb = __ballot_sync(0xffffffffu, b0 + lane < nb && bpre[b0 + lane] > r);
+            const int b = b0 + __ffs(mb) - 1;
             u64 rem = r - (b > 0 ? bpre[b - 1] : 0);
             // the group: the first in chunk b whose prefix exceeds rem
             const int c0 = b * L.chunk / PP_GROUP, c1 = (min(p.n, (b + 1) * L.chunk) + PP_GROUP - 1) / PP_GROUP;

@@ -242,6 +242,7 @@ func TestVariantParamsLayout(t *testing.T) {
 		{"updParams", unsafe.Sizeof(updParams{}), 112},
 		{"updParams.N", unsafe.Offsetof(updParams{}.N), 80},
 		{"gatherParams", unsafe.Sizeof(gatherParams{}), 56},
+		{"widenParams", unsafe.Sizeof(widenParams{}), 24},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, c.got, c.want)
