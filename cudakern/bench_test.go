@@ -326,6 +326,52 @@ func BenchmarkSeedChunk(b *testing.B) {
 	}
 }
 
+// BenchmarkSeedPhases: where a step of the streamed k-means++ steps goes
+// (kq_pp_steps, k = 256, as BenchmarkSeedChunk's shipped chunk): block 0's
+// SM cycles a step in each phase (ppPhaseNames; the setup's a seeding),
+// and the step's wall time (the seeding's time over its streamed steps,
+// which includes the host's launches and the first centroids).
+func BenchmarkSeedPhases(b *testing.B) {
+	g := gpu(b)
+	const k = 256
+	trials := 2 + int(math.Log(k))
+	var buf uint64
+	if err := g.w.do(func() (err error) { buf, err = g.alloc(8 * ppPhaseSlots); return err }); err != nil {
+		b.Fatal(err)
+	}
+	defer g.w.do(func() error { g.free(buf); return nil })
+	defer func(old uint64) { ppPhases = old }(ppPhases)
+	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
+		pts, s := openColours(b, g, name, k)
+		b.Run(name, func(b *testing.B) {
+			if err := g.w.do(func() error { return g.memset32(buf, 0, 2*ppPhaseSlots) }); err != nil {
+				b.Fatal(err)
+			}
+			ppPhases = buf
+			t := time.Now()
+			for range b.N {
+				deviceSeedsStreamed(b, s.(Seeder), pts, k, trials, k, rand.NewPCG(1, 0x6b717561_6e740000))
+			}
+			wall := time.Since(t)
+			ppPhases = 0
+			var ph [ppPhaseSlots]uint64
+			if err := g.w.do(func() error { return g.dtoh(unsafe.Pointer(&ph[0]), buf, 8*ppPhaseSlots) }); err != nil {
+				b.Fatal(err)
+			}
+			steps := ph[ppPhaseSlots-1]
+			if steps == 0 {
+				b.Fatal("no streamed steps")
+			}
+			for i, name := range ppPhaseNames[:6] {
+				b.ReportMetric(float64(ph[i])/float64(steps), name+"-cycles/step")
+			}
+			b.ReportMetric(float64(ph[6])/float64(b.N), "setup-cycles/op")
+			b.ReportMetric(float64(wall.Nanoseconds())/float64(steps), "ns/step")
+		})
+		s.Close()
+	}
+}
+
 // openColours opens a session on the deduplicated RGB colours of the
 // image name for up to k clusters, and returns the points with it.
 func openColours(tb testing.TB, g *Backend, name string, k int) (*kmeans.Points, kmeans.Session) {

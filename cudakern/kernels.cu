@@ -2693,9 +2693,16 @@ struct PPLoop {
     u64 ggrp;   // u64 [2][MT][ngroups]: each group's gains of step s in ggrp[s mod 2]
     int steps;  // streamed steps to make
     int chunk;  // points of a block's chunk, a multiple of PP_GROUP
+    u64 phases; // u64 [PP_PHASES] or 0: block 0's SM cycles in each phase of a step, summed (benchmarks)
 };
 
-static_assert(sizeof(PPLoop) == sizeof(PPParams) + 56, "PPLoop layout");
+static_assert(sizeof(PPLoop) == sizeof(PPParams) + 64, "PPLoop layout");
+
+// PP_PHASES is the slots of PPLoop.phases: the cycles of block 0 in 1.
+// (apply), 2. the totals' prefixes, the draws, finding their points, the
+// gains and their atomics, the wait at the grid barrier, and before the
+// first step (setup and its barrier); then the count of steps.
+#define PP_PHASES 8
 
 // pp_halve is a round of pp_scatter_sum and the rounds after it: a lane
 // keeps W of its values (the upper W where its lane bit O is set) and adds
@@ -2786,6 +2793,18 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
     __shared__ float ys[MT][4];    // the draws' points
     __shared__ float yc[4];        // the point of the last step's centroid
     if (pp_stopped(p)) return;  // the same in every block
+    // mark(ph) adds the cycles since the last mark to phase ph, in block
+    // 0's thread 0 where phases are kept (a reduction, which the thread
+    // does not wait for)
+    const bool timed = L.phases != 0 && blockIdx.x == 0 && threadIdx.x == 0;
+    long long tmark = timed ? clock64() : 0;
+    auto mark = [&](int ph) {
+        if (timed) {
+            const long long t = clock64();
+            atomicAdd((unsigned long long*)L.phases + ph, (unsigned long long)(t - tmark));
+            tmark = t;
+        }
+    };
     PPStream* st = (PPStream*)p.stream;
     u32* bar = (u32*)L.bar;
     u32 target = 0;
@@ -2836,6 +2855,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
     grid_sync(bar, target);
     for (int b = threadIdx.x; b < nb; b += blockDim.x) bt[b] = __ldcg(btot + b);
     __syncthreads();
+    mark(6);
     // apply makes the draw of largest gain of step j a centroid: D, the
     // group sums (from src into dst) and the chunks' totals.
     auto apply = [&](int j, const u64* src, u64* dst) {
@@ -2875,6 +2895,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
     for (; s < L.steps; s++) {
         // ---- 1. the last step's centroid
         if (s > 0) apply(s - 1, (s - 1) & 1 ? gsum2 : gsum, s & 1 ? gsum2 : gsum);
+        mark(0);
         // ---- 2. the potential: the totals' inclusive prefixes
         {
             const int per = (nb + blockDim.x - 1) / blockDim.x;  // ≤ 4
@@ -2902,6 +2923,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
             }
             __syncthreads();
         }
+        mark(1);
         // ---- the draws
         const u64 pot = bpre[nb - 1];
         if (pot == 0) {
@@ -2911,6 +2933,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
         }
         if (warp == 0) pp_draws(pcg, jumps, p.T, pot, rs);
         __syncthreads();
+        mark(2);
         // ---- the point of each draw, a warp a draw; the group sums and D
         // as the centroid taken in 1 left them
         const u64* gsrc = (s - 1) & 1 ? gsum2 : gsum;
@@ -2968,6 +2991,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
             }
         }
         __syncthreads();
+        mark(3);
         // ---- the gains of the block's points: each group's, the chunk's
         {
             u64* ggo = ggrp + (size_t)(s & 1) * MT * ng;
@@ -3010,7 +3034,10 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
                 if (blockIdx.x == 0) gtot[((s + 1) % 3) * MT + threadIdx.x] = 0;
             }
         }
+        mark(4);
         grid_sync(bar, target);
+        mark(5);
+        if (timed) atomicAdd((unsigned long long*)L.phases + 7, 1ull);
     }
     if (!stopped && s > 0) {
         apply(s - 1, (s - 1) & 1 ? gsum2 : gsum, gsum);

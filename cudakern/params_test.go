@@ -68,8 +68,9 @@ func TestParamsLayout(t *testing.T) {
 		t.Errorf("lloydLoop: size %d, LP at %d, Bar at %d; want 320, 184, 312", unsafe.Sizeof(ll), unsafe.Offsetof(ll.LP), unsafe.Offsetof(ll.Bar))
 	}
 	var pl ppLoop
-	if unsafe.Sizeof(pl) != 464 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 456 {
-		t.Errorf("ppLoop: size %d, Bar at %d, Steps at %d; want 464, 408, 456", unsafe.Sizeof(pl), unsafe.Offsetof(pl.Bar), unsafe.Offsetof(pl.Steps))
+	if unsafe.Sizeof(pl) != 472 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 456 || unsafe.Offsetof(pl.Phases) != 464 {
+		t.Errorf("ppLoop: size %d, Bar at %d, Steps at %d, Phases at %d; want 472, 408, 456, 464",
+			unsafe.Sizeof(pl), unsafe.Offsetof(pl.Bar), unsafe.Offsetof(pl.Steps), unsafe.Offsetof(pl.Phases))
 	}
 	var d dedupParams
 	if unsafe.Sizeof(d) != 72 || unsafe.Offsetof(d.N) != 64 {

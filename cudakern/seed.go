@@ -90,6 +90,7 @@ type ppLoop struct {
 	P                                  ppParams
 	Bar, Btot, Gtot, Gblk, Gsum2, Ggrp uint64
 	Steps, Chunk                       int32
+	Phases                             uint64 // ppPhases
 }
 
 const (
@@ -103,6 +104,17 @@ const (
 
 // ppChunkMin is the fewest points of a block's chunk in kq_pp_steps.
 var ppChunkMin = 256
+
+// ppPhases, if not 0, is a device buffer of ppPhaseSlots uint64s to which
+// kq_pp_steps adds block 0's SM cycles in each phase of its steps, and
+// their count (PP_PHASES of kernels.cu; BenchmarkSeedPhases).
+var ppPhases uint64
+
+// ppPhaseNames are the phases of ppPhases' slots, the last slot being the
+// count of steps.
+var ppPhaseNames = []string{"apply", "prefix", "draws", "find", "gains", "barrier", "setup"}
+
+const ppPhaseSlots = 8
 
 // loop returns the parameters of kq_pp_steps (stride mt: 8 for
 // kq_pp_steps_t8, else ppMaxT) on grid blocks for p, with its buffers in
@@ -150,7 +162,7 @@ func (st *seedState) stepsCoop(b *Backend, p *ppParams, steps int) (bool, error)
 		return false, err
 	}
 	lp, _ := st.loop(p, st.dLoop, grid, mt)
-	lp.Chunk = int32(chunk)
+	lp.Chunk, lp.Phases = int32(chunk), ppPhases
 	defer runtime.KeepAlive(lp)
 	for left := steps; left > 0; left -= coopSteps {
 		lp.Steps = int32(min(left, coopSteps)) // the launch copies lp
