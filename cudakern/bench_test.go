@@ -330,7 +330,8 @@ func BenchmarkSeedChunk(b *testing.B) {
 // (kq_pp_steps, k = 256, as BenchmarkSeedChunk's shipped chunk): block 0's
 // SM cycles a step in each phase (ppPhaseNames; the setup's a seeding),
 // and the step's wall time (the seeding's time over its streamed steps,
-// which includes the host's launches and the first centroids).
+// which includes the host's launches and the first centroids), and the
+// blocks of its grid.
 func BenchmarkSeedPhases(b *testing.B) {
 	g := gpu(b)
 	const k = 256
@@ -367,6 +368,7 @@ func BenchmarkSeedPhases(b *testing.B) {
 			}
 			b.ReportMetric(float64(ph[6])/float64(b.N), "setup-cycles/op")
 			b.ReportMetric(float64(wall.Nanoseconds())/float64(steps), "ns/step")
+			b.ReportMetric(float64(min(ppMaxB, g.blocks(kPPSteps8, 0, (pts.Len()+ppChunkMin-1)/ppChunkMin))), "blocks")
 		})
 		s.Close()
 	}
