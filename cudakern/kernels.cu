@@ -2698,10 +2698,11 @@ struct PPLoop {
 
 static_assert(sizeof(PPLoop) == sizeof(PPParams) + 64, "PPLoop layout");
 
-// PP_PHASES is the slots of PPLoop.phases: the cycles of block 0 in 1.
-// (apply), 2. the totals' prefixes, the draws, finding their points, the
-// gains and their atomics, the wait at the grid barrier, and before the
-// first step (setup and its barrier); then the count of steps.
+// PP_PHASES is the slots of PPLoop.phases: block 0's cycles in each phase
+// of a step (1. the last step's centroid; 2. the totals' prefixes, the
+// draws, finding their points, the gains and their atomics; the wait at
+// the grid barrier), then before the first step (setup and its barrier),
+// then the count of steps.
 #define PP_PHASES 8
 
 // pp_halve is a round of pp_scatter_sum and the rounds after it: a lane
