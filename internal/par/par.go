@@ -1,19 +1,40 @@
 // Package par runs loops over index ranges on several goroutines.
 package par
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
-// Ranges calls f on consecutive ranges covering [0, n), on up to workers
-// goroutines, giving each at least minItems items, and waits for them.
+// Ranges calls f on consecutive ranges covering [0, n), each of at least
+// minItems items, on up to workers goroutines (the caller's among them),
+// and waits for them. The ranges are claimed in turn, up to four a
+// goroutine, so that the caller, which starts at once, takes on the ranges
+// of goroutines that are slow to start: a parked thread can take 0.1–0.2
+// ms to wake (the H100 host of bench/cuda/NOTES.md, round 17), as long as
+// a pass over a few hundred thousand points.
 func Ranges(workers, n, minItems int, f func(lo, hi int)) {
-	w := max(1, min(workers, n/max(1, minItems)))
+	minItems = max(1, minItems)
+	w := max(1, min(workers, n/minItems))
 	if w == 1 {
 		f(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	for i := range w {
-		wg.Go(func() { f(i*n/w, (i+1)*n/w) })
+	pieces := min(4*w, n/minItems)
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= pieces {
+				return
+			}
+			f(i*n/pieces, (i+1)*n/pieces)
+		}
 	}
+	var wg sync.WaitGroup
+	for range w - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 }
