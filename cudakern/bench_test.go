@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime/trace"
 	"slices"
 	"testing"
 	"time"
@@ -374,6 +375,59 @@ func BenchmarkSeedPhases(b *testing.B) {
 	}
 }
 
+// BenchmarkLloydPhases: batches of Lloyd passes (up to 40, one cooperative
+// launch) on the deduplicated colours of real images at k = 256, from k
+// distinct colours; reports, per pass after the first, block 0's SM
+// cycles in each phase of the loop kernel (lloydPhases: the update, the
+// barrier after it, its share of the pass, the barrier after that), the
+// wall time a pass, and the passes a batch.
+func BenchmarkLloydPhases(b *testing.B) {
+	g := gpu(b)
+	const k, steps = 256, 40
+	var buf uint64
+	if err := g.w.do(func() (err error) { buf, err = g.alloc(8 * llPhaseSlots); return err }); err != nil {
+		b.Fatal(err)
+	}
+	defer g.w.do(func() error { g.free(buf); return nil })
+	defer func(old uint64) { lloydPhases = old }(lloydPhases)
+	ctx := context.Background()
+	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
+		pts, s := openColours(b, g, name, k)
+		cent := benchCentroids(pts, k)
+		b.Run(name, func(b *testing.B) {
+			if err := g.w.do(func() error { return g.memset32(buf, 0, 2*llPhaseSlots) }); err != nil {
+				b.Fatal(err)
+			}
+			lloydPhases = buf
+			var passes int
+			t := time.Now()
+			for range b.N {
+				out, err := s.(kmeans.LloydRunner).LloydSteps(ctx, cent, 0, 0, nil, steps)
+				if err != nil {
+					b.Fatal(err)
+				}
+				passes += len(out)
+			}
+			wall := time.Since(t)
+			lloydPhases = 0
+			var ph [llPhaseSlots]uint64
+			if err := g.w.do(func() error { return g.dtoh(unsafe.Pointer(&ph[0]), buf, 8*llPhaseSlots) }); err != nil {
+				b.Fatal(err)
+			}
+			n := ph[llPhaseSlots-1]
+			if n == 0 {
+				b.Fatal("no looped passes")
+			}
+			for i, name := range llPhaseNames {
+				b.ReportMetric(float64(ph[i])/float64(n), name+"-cycles/pass")
+			}
+			b.ReportMetric(float64(wall.Nanoseconds())/float64(passes), "ns/pass")
+			b.ReportMetric(float64(passes)/float64(b.N), "passes/op")
+		})
+		s.Close()
+	}
+}
+
 // openColours opens a session on the deduplicated RGB colours of the
 // image name for up to k clusters, and returns the points with it.
 func openColours(tb testing.TB, g *Backend, name string, k int) (*kmeans.Points, kmeans.Session) {
@@ -548,7 +602,10 @@ func benchRuns(b *testing.B, cfg kmeans.Config) {
 					m = &meteredBackend{Backend: g}
 					t := time.Now()
 					cfg.K, cfg.Backend = k, m
-					if _, err := kmeans.Run(context.Background(), pts, cfg, nil); err != nil {
+					rg := trace.StartRegion(context.Background(), "bench.run")
+					_, err := kmeans.Run(context.Background(), pts, cfg, nil)
+					rg.End()
+					if err != nil {
 						b.Fatal(err)
 					}
 					wall = time.Since(t)
@@ -868,7 +925,7 @@ func BenchmarkOpen(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				planLayout(pts, lo, hi)
+				planLayout(pts, lo, hi, nil)
 			}
 		})
 		for _, algo := range []kmeans.Algorithm{kmeans.Auto, kmeans.GEMM} {

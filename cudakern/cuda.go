@@ -190,7 +190,8 @@ type Backend struct {
 	coop  bool // whether the device takes cooperative launches (launchCoop)
 	occMu sync.Mutex
 	occ   map[occKey]int
-	pool  *pool // freed device buffers kept for reuse (worker's thread only)
+	pool  *pool     // freed device buffers kept for reuse (worker's thread only)
+	stage hostStage // page-locked memory for Open's uploads
 
 	fastErr error // non-nil when the tensor-core kernel failed its self-test
 	imaErr  error // non-nil when the integer tensor-core kernel is off (selfTestIMA)
@@ -294,6 +295,9 @@ func (b *Backend) Close() error {
 		return nil // closed already
 	}
 	delete(backends, b.dev.Index)
+	b.stage.mu.Lock()
+	b.w.do(func() error { b.stage.free(b.a); return nil })
+	b.stage.mu.Unlock()
 	return b.w.release(b.a, b.dev.Index)
 }
 

@@ -93,6 +93,8 @@ func openDriver(path string) (*driverAPI, error) {
 		{&a.cuEventElapsedTime, "cuEventElapsedTime"},
 		{&a.cuEventDestroy, "cuEventDestroy_v2"},
 		{&a.cuDevicePrimaryCtxReleaseV2, "cuDevicePrimaryCtxRelease_v2"},
+		{&a.cuMemHostAlloc, "cuMemHostAlloc"},
+		{&a.cuMemFreeHost, "cuMemFreeHost"},
 		{&a.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel"},
 		{&a.cuGraphCreate, "cuGraphCreate"},
 		{&a.cuGraphAddKernelNode, "cuGraphAddKernelNode"}, // CUDA_KERNEL_NODE_PARAMS v1

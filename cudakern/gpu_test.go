@@ -185,6 +185,65 @@ func TestIdentityRuns(t *testing.T) {
 	}
 }
 
+// TestStagedOpen: sessions whose point words and weights go through the
+// Backend's page-locked staging (hostStage) give the CPU's model, and so
+// do those packed in Go memory while the staging is held; a smaller set
+// after a larger one finds the larger one's words and weights in the
+// staging, and its padding points must weigh nothing all the same. The
+// default runs open their reduced set and all colours at once: one of the
+// two takes the staging.
+func TestStagedOpen(t *testing.T) {
+	b := gpu(t)
+	if b.a.cuMemHostAlloc == nil {
+		t.Skip("the driver has no cuMemHostAlloc")
+	}
+	ctx := context.Background()
+	colors, counts, _ := UniqueRGB(loadPixels(t, "graf1.png"))
+	large := colourPoints(colors, counts, "rgb")
+	n := 7*padMultiple + 13 // padding points in its last block
+	small := colourPoints(colors[:n], counts[:n], "rgb")
+	plain := kmeans.Config{K: 64, Seed: 5, MaxIter: 30, Starts: 1, Coarse: -1, Breathe: -1}
+	def := kmeans.Config{K: 64, Seed: 5, MaxIter: 30}
+	for _, c := range []struct {
+		name string
+		pts  *kmeans.Points
+		cfg  kmeans.Config
+		held bool
+	}{
+		{"large, plain", large, plain, false},
+		{"small after large", small, plain, false},
+		{"large, default", large, def, false},
+		{"small, staging held", small, plain, true},
+		{"large, staging held", large, def, true},
+	} {
+		cfg := c.cfg
+		cfg.Backend = kmeans.CPU
+		want, err := kmeans.Run(ctx, c.pts, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.held {
+			b.stage.mu.Lock()
+		}
+		cfg.Backend = b
+		got, err := kmeans.Run(ctx, c.pts, cfg, nil)
+		if c.held {
+			b.stage.mu.Unlock()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sameModel(got, want); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		} else {
+			t.Logf("%s (%d colours): identical (%d iterations)", c.name, c.pts.Len(), got.Iterations)
+		}
+	}
+	if len(b.stage.mem) < 3*large.Len() {
+		t.Errorf("the staging holds %d words after %d colours: not used", len(b.stage.mem), large.Len())
+	}
+}
+
 // TestLabelsWiden: 16-bit labels widened on the device (up to wideMax
 // points) and on the host are the CPU's labels, for an odd number of
 // points (the device widens two a thread) and labels above 32767, and

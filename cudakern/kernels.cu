@@ -1847,9 +1847,16 @@ struct LloydLoop {
     Params kp;       // a pass's (the fast kernel's, as the batch's first pass had them)
     LloydParams lp;  // kq_lloyd_next's, it unused
     u64 bar;         // u32 for grid_sync, zero before the launch
+    u64 phases;      // u64 [LL_PHASES] or 0: block 0's SM cycles in each phase of an iteration, summed (benchmarks)
 };
 
-static_assert(sizeof(LloydLoop) == sizeof(Params) + sizeof(LloydParams) + 8, "LloydLoop layout");
+static_assert(sizeof(LloydLoop) == sizeof(Params) + sizeof(LloydParams) + 16, "LloydLoop layout");
+
+// LL_PHASES is the slots of LloydLoop.phases: block 0's cycles in each
+// phase of an iteration (1. kq_lloyd_next's work; 2. the wait at the
+// barrier after it; 3. the block's share of the pass; 4. the wait at the
+// barrier after it), then the count of passes.
+#define LL_PHASES 5
 
 // kq_lloyd_steps_* run a batch's iterations after its first pass in one
 // cooperative launch: iteration it is kq_lloyd_next's work in block 0,
@@ -1860,15 +1867,30 @@ template <int KIND>
 __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
     u32* bar = (u32*)L.bar;
     u32 target = 0;
+    // mark(ph) as pp_steps'
+    const bool timed = L.phases != 0 && blockIdx.x == 0 && threadIdx.x == 0;
+    long long tmark = timed ? clock64() : 0;
+    auto mark = [&](int ph) {
+        if (timed) {
+            const long long t = clock64();
+            atomicAdd((unsigned long long*)L.phases + ph, (unsigned long long)(t - tmark));
+            tmark = t;
+        }
+    };
     for (int it = 0;; it++) {
         if (blockIdx.x == 0) lloyd_next_block(L.lp, it);
+        mark(0);
         grid_sync(bar, target);
+        mark(1);
         if (lloyd_stopped(L.kp)) return;  // the same in every block; always by it = last
         if (KIND == 0) fast_body<FMT_P8, 4, true>(L.kp);
         if (KIND == 1) fast_body<FMT_P16, 4, true>(L.kp);
         if (KIND == 2) small_body<FMT_P8, true>(L.kp);
         if (KIND == 3) small_body<FMT_P16, true>(L.kp);
+        mark(2);
         grid_sync(bar, target);
+        mark(3);
+        if (timed) atomicAdd((unsigned long long*)L.phases + 4, 1ull);
     }
 }
 
@@ -2738,6 +2760,19 @@ __device__ __forceinline__ u64 pp_scatter_sum(u64 (&v)[MT]) {
     return v[0];
 }
 
+// pp_warp_gains is pp_scatter_sum of the gains v, or 0 at once where no
+// lane gains anything for any draw: a draw lowers D only near its point,
+// so after the first steps most groups gain nothing, and their sums skip
+// the shuffles.
+template <int MT>
+__device__ __forceinline__ u64 pp_warp_gains(u64 (&v)[MT]) {
+    u64 any = 0;
+#pragma unroll
+    for (int t = 0; t < MT; t++) any |= v[t];
+    if (!__any_sync(0xffffffffu, any != 0)) return 0;
+    return pp_scatter_sum<MT>(v);
+}
+
 // pp_group_gains sets v[t], for each draw t < MT whose point ys[t] is
 // nearer to x than D (= di), to w·(D − d(x, y_t)), else 0. Without a test
 // of t against p.T: pp_steps parks the points of draws t ≥ p.T far away
@@ -3004,7 +3039,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
                 if (gb < hi) {
                     u64 v[MT];
                     pp_group_gains<MT>(px[h], pd[h], pw[h], ys, v);
-                    const u64 sum = pp_scatter_sum<MT>(v);
+                    const u64 sum = pp_warp_gains<MT>(v);
                     if (tlead && tt < p.T) ggo[(size_t)tt * ng + gb / PP_GROUP] = sum;
                     acc += sum;
                 }
@@ -3021,7 +3056,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
                 }
                 u64 v[MT];
                 pp_group_gains<MT>(x, di, w, ys, v);
-                const u64 sum = pp_scatter_sum<MT>(v);
+                const u64 sum = pp_warp_gains<MT>(v);
                 if (tlead && tt < p.T) ggo[(size_t)tt * ng + gb / PP_GROUP] = sum;
                 acc += sum;
             }

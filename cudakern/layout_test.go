@@ -21,14 +21,14 @@ func openLayout(tb testing.TB, pts *kmeans.Points) (layout, []uint32) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return planLayout(pts, lo, hi)
+	return planLayout(pts, lo, hi, nil)
 }
 
 // layoutOf is the layout Open chooses for pts (which it does not
 // validate).
 func layoutOf(pts *kmeans.Points) layout {
 	lo, hi := pts.Bounds()
-	L, _ := planLayout(pts, lo, hi)
+	L, _ := planLayout(pts, lo, hi, nil)
 	return L
 }
 
@@ -315,7 +315,7 @@ func BenchmarkLayout(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if L, words := planLayout(pts, lo, hi); L.fast && len(words) == 0 {
+					if L, words := planLayout(pts, lo, hi, nil); L.fast && len(words) == 0 {
 						b.Fatal("no point words")
 					}
 				}

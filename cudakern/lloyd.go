@@ -28,10 +28,23 @@ type lloydParams struct {
 
 // lloydLoop mirrors struct LloydLoop of kernels.cu (the loop kernels).
 type lloydLoop struct {
-	KP  kparams
-	LP  lloydParams
-	Bar uint64
+	KP     kparams
+	LP     lloydParams
+	Bar    uint64
+	Phases uint64 // lloydPhases
 }
+
+// lloydPhases, if not 0, is a device buffer of llPhaseSlots uint64s to
+// which the loop kernels add block 0's SM cycles in each phase of their
+// iterations, and the count of passes (LL_PHASES of kernels.cu;
+// BenchmarkLloydPhases).
+var lloydPhases uint64
+
+// llPhaseNames are the phases of lloydPhases' slots, the last slot being
+// the count of passes.
+var llPhaseNames = []string{"next", "next-barrier", "pass", "pass-barrier"}
+
+const llPhaseSlots = 5
 
 // The flags of a batch's record (REC_* of kernels.cu).
 const (
@@ -371,7 +384,7 @@ func (bs *batchState) stepsLoop(b *Backend, kernel string, grid, smem int, kp *k
 	// the loop kernel may hold fewer blocks at once than the pass kernel;
 	// the blocks split the points anyway
 	grid = b.blocks(loop, smem, grid)
-	ll := &lloydLoop{KP: *kp, LP: *lp, Bar: bs.dBar}
+	ll := &lloydLoop{KP: *kp, LP: *lp, Bar: bs.dBar, Phases: lloydPhases}
 	err := b.launchCoop(loop, grid, 256, smem, unsafe.Pointer(ll), bs.dBar)
 	runtime.KeepAlive(ll)
 	if err == errCoopTooLarge {

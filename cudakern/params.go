@@ -144,10 +144,11 @@ type layout struct {
 // when it is 0 or 1, which decides fmtP16 when it already leaves more than
 // 255 steps in an axis' span (stepsDecided), and which for colours (dim 3)
 // whose sampled steps are powers of two the packing checks as it goes
-// (packColours); anything else takes the exact pass (steps).
-func planLayout(pts *kmeans.Points, lo, hi []int32) (layout, []uint32) {
+// (packColours); anything else takes the exact pass (steps). The words
+// come from ub (Open's staging; nil: Go memory).
+func planLayout(pts *kmeans.Points, lo, hi []int32, ub *upBuf) (layout, []uint32) {
 	dim, n := pts.Dim, pts.Len()
-	L := layout{dim: dim, n: n, npad: (n + padMultiple - 1) / padMultiple * padMultiple, fmt: fmtI32}
+	L := layout{dim: dim, n: n, npad: padded(n), fmt: fmtI32}
 	L.lo, L.hi, L.center = make([]int64, dim), make([]int64, dim), make([]int64, dim)
 	if n == 0 {
 		return L, nil
@@ -166,12 +167,12 @@ func planLayout(pts *kmeans.Points, lo, hi []int32) (layout, []uint32) {
 	sampled := L.sampleSteps(pts)
 	if L.stepsDecided(sampled) {
 		L.setSteps(sampled)
-		return L, L.pack(pts)
+		return L, L.pack(pts, ub)
 	}
 	if dim == 3 && powersOfTwo(sampled) {
 		L.setSteps(sampled)
 		if L.fmt == fmtP8 {
-			out := make([]uint32, L.npad)
+			out := ub.words(L.npad, L.n)
 			or := L.packColours(pts, out)
 			// every step divides the sampled one, a power of two: the
 			// greatest power of two dividing every offset is the step
@@ -187,12 +188,15 @@ func planLayout(pts *kmeans.Points, lo, hi []int32) (layout, []uint32) {
 				return L, out
 			}
 			L.setSteps(g)
-			return L, L.pack(pts)
+			return L, L.pack(pts, ub)
 		}
 	}
 	L.setSteps(L.steps(pts))
-	return L, L.pack(pts)
+	return L, L.pack(pts, ub)
 }
+
+// padded returns n points padded to a multiple of padMultiple.
+func padded(n int) int { return (n + padMultiple - 1) / padMultiple * padMultiple }
 
 // stepSamples is how many points sampleSteps takes, spread over the set.
 const stepSamples = 64
@@ -297,12 +301,12 @@ func gcd(a, b uint64) uint64 {
 }
 
 // pack returns the points in the layout's device format, padded to npad
-// points with zeros.
-func (L *layout) pack(pts *kmeans.Points) []uint32 {
+// points with zeros; a fast format's words from ub.
+func (L *layout) pack(pts *kmeans.Points, ub *upBuf) []uint32 {
 	dim, n := L.dim, L.n
 	switch L.fmt {
 	case fmtP8:
-		out := make([]uint32, L.npad)
+		out := ub.words(L.npad, n)
 		// a step that is a power of two divides by a shift
 		pow2 := true
 		for j := range dim {
@@ -325,7 +329,7 @@ func (L *layout) pack(pts *kmeans.Points) []uint32 {
 		})
 		return out
 	case fmtP16:
-		out := make([]uint32, 2*L.npad)
+		out := ub.words(2*L.npad, 2*n)
 		halves := smallHalves()
 		parallelRange(n, func(a, b int) {
 			if dim == 3 {

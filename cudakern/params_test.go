@@ -64,8 +64,9 @@ func TestParamsLayout(t *testing.T) {
 			unsafe.Sizeof(lp), unsafe.Offsetof(lp.Tol), unsafe.Offsetof(lp.K), unsafe.Offsetof(lp.Center), unsafe.Offsetof(lp.Radius), unsafe.Offsetof(lp.Prof))
 	}
 	var ll lloydLoop
-	if unsafe.Sizeof(ll) != 320 || unsafe.Offsetof(ll.LP) != 184 || unsafe.Offsetof(ll.Bar) != 312 {
-		t.Errorf("lloydLoop: size %d, LP at %d, Bar at %d; want 320, 184, 312", unsafe.Sizeof(ll), unsafe.Offsetof(ll.LP), unsafe.Offsetof(ll.Bar))
+	if unsafe.Sizeof(ll) != 328 || unsafe.Offsetof(ll.LP) != 184 || unsafe.Offsetof(ll.Bar) != 312 || unsafe.Offsetof(ll.Phases) != 320 {
+		t.Errorf("lloydLoop: size %d, LP at %d, Bar at %d, Phases at %d; want 328, 184, 312, 320",
+			unsafe.Sizeof(ll), unsafe.Offsetof(ll.LP), unsafe.Offsetof(ll.Bar), unsafe.Offsetof(ll.Phases))
 	}
 	var pl ppLoop
 	if unsafe.Sizeof(pl) != 472 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 456 || unsafe.Offsetof(pl.Phases) != 464 {

@@ -56,7 +56,7 @@ func selfTestCases() []selfCase {
 				pts.Weights[i] = uint32(rng.IntN(1000))
 			}
 			lo, hi := pts.Bounds()
-			L, _ := planLayout(pts, lo, hi)
+			L, _ := planLayout(pts, lo, hi, nil)
 			var sets [][]int32
 			for _, k := range []int{1, 5, 64, 200} {
 				c := make([]int32, k*dim)

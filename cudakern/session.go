@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/trace"
 	"time"
 	"unsafe"
 
@@ -57,8 +58,28 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 	default:
 		return nil, fmt.Errorf("cudakern: the cuda backend has no update strategy %q", opt.Update)
 	}
+	// the point words and weights go through the Backend's page-locked
+	// staging where it is free (hostStage)
+	var ub *upBuf
+	if n := pts.Len(); n > 0 {
+		b.w.poke() // the upload follows the packing
+		npad := padded(n)
+		need := 0
+		if pts.Dim <= fastMaxDim {
+			need += 2 * npad // the fast formats' words, at most
+		}
+		if pts.Weights != nil {
+			need += npad
+		}
+		if st := b.stageFor(need); st != nil {
+			defer st.mu.Unlock()
+			ub = &upBuf{mem: st.mem}
+		}
+	}
 	var words []uint32
-	s.L, words = planLayout(pts, lo, hi)
+	rg := trace.StartRegion(context.Background(), "cudakern.layout")
+	s.L, words = planLayout(pts, lo, hi, ub)
+	rg.End()
 	s.capK = max(opt.MaxK, 1)
 	s.label32 = s.capK > 65535
 	if opt.Algorithm == kmeans.Auto {
@@ -68,8 +89,10 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 	if s.L.n == 0 {
 		return s, nil
 	}
+	rg = trace.StartRegion(context.Background(), "cudakern.upload")
+	defer rg.End()
 	err = b.w.do(func() error {
-		if err := s.upload(words); err != nil {
+		if err := s.upload(words, ub); err != nil {
 			s.release()
 			return err
 		}
@@ -148,8 +171,9 @@ const upHeader = 256 // params block, padded
 
 // upload copies the points to the device, words (planLayout's) for a fast
 // layout, else the int32 columns, and the weights, zero past the last
-// point; then it sizes the per-cluster buffers.
-func (s *session) upload(words []uint32) error {
+// point (through ub's staging where it has room); then it sizes the
+// per-cluster buffers.
+func (s *session) upload(words []uint32, ub *upBuf) error {
 	b, L := s.b, &s.L
 	var err error
 	if L.fast {
@@ -166,12 +190,21 @@ func (s *session) upload(words []uint32) error {
 		if s.dW, err = b.alloc(4 * L.npad); err != nil {
 			return err
 		}
-		if err = b.htod(s.dW, unsafe.Pointer(&w[0]), 4*L.n); err != nil {
-			return err
-		}
-		// the padding points weigh nothing (a pooled buffer holds old data)
-		if err = b.memset32(s.dW+uint64(4*L.n), 0, L.npad-L.n); err != nil {
-			return err
+		if ub.room(L.npad) {
+			// the padding points weigh nothing (a pooled buffer and the
+			// staging hold old data)
+			ws := ub.words(L.npad, L.n)
+			copy(ws, w)
+			if err = b.htod(s.dW, unsafe.Pointer(&ws[0]), 4*L.npad); err != nil {
+				return err
+			}
+		} else {
+			if err = b.htod(s.dW, unsafe.Pointer(&w[0]), 4*L.n); err != nil {
+				return err
+			}
+			if err = b.memset32(s.dW+uint64(4*L.n), 0, L.npad-L.n); err != nil {
+				return err
+			}
 		}
 	}
 	return s.allocK(s.capK)

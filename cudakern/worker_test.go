@@ -2,6 +2,7 @@ package cudakern
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -72,5 +73,51 @@ func TestWorkerHandoff(t *testing.T) {
 	}
 	if err := w.do(func() error { return nil }); err != nil {
 		t.Fatalf("after a panic: %v", err)
+	}
+}
+
+// TestWorkerPoke: a poke wakes a parked worker without a job (it then
+// spins spinPoke for the next one); a poke at a worker that is not parked
+// sends nothing; jobs run as before either way.
+func TestWorkerPoke(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 4 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	}
+	w := &worker{wake: make(chan struct{}, 1)}
+	go w.serve()
+	if err := w.do(func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// polled with sleeps: a woken worker may be readied onto this
+	// goroutine's processor
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatal(what)
+			}
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	wait("the worker did not park after spinIdle", w.sleeping.Load)
+	woke := w.wakes.Load()
+	w.poke()
+	wait("a poke did not wake the parked worker", func() bool { return w.wakes.Load() == woke+1 })
+	ran := false
+	if err := w.do(func() error { ran = true; return nil }); err != nil || !ran {
+		t.Fatalf("the job after a poke: %v, ran %v", err, ran)
+	}
+	wait("the worker did not park again", w.sleeping.Load)
+	w.sleeping.Store(false) // as while it spins
+	w.poke()
+	if len(w.wake) != 0 {
+		t.Error("a poke sent a token to a worker that is not parked")
+	}
+	w.sleeping.Store(true)
+	for range 3 {
+		if err := w.do(func() error { return nil }); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
