@@ -337,29 +337,20 @@ func BenchmarkSeedPhases(b *testing.B) {
 	g := gpu(b)
 	const k = 256
 	trials := 2 + int(math.Log(k))
-	var buf uint64
-	if err := g.w.do(func() (err error) { buf, err = g.alloc(8 * ppPhaseSlots); return err }); err != nil {
-		b.Fatal(err)
-	}
-	defer g.w.do(func() error { g.free(buf); return nil })
+	buf := phaseBuffer(b, g, ppPhaseSlots)
 	defer func(old uint64) { ppPhases = old }(ppPhases)
 	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
 		pts, s := openColours(b, g, name, k)
 		b.Run(name, func(b *testing.B) {
-			if err := g.w.do(func() error { return g.memset32(buf, 0, 2*ppPhaseSlots) }); err != nil {
-				b.Fatal(err)
-			}
-			ppPhases = buf
+			buf.reset(b)
+			ppPhases = buf.p
 			t := time.Now()
 			for range b.N {
 				deviceSeedsStreamed(b, s.(Seeder), pts, k, trials, k, rand.NewPCG(1, 0x6b717561_6e740000))
 			}
 			wall := time.Since(t)
 			ppPhases = 0
-			var ph [ppPhaseSlots]uint64
-			if err := g.w.do(func() error { return g.dtoh(unsafe.Pointer(&ph[0]), buf, 8*ppPhaseSlots) }); err != nil {
-				b.Fatal(err)
-			}
+			ph := buf.read(b)
 			steps := ph[ppPhaseSlots-1]
 			if steps == 0 {
 				b.Fatal("no streamed steps")
@@ -384,21 +375,15 @@ func BenchmarkSeedPhases(b *testing.B) {
 func BenchmarkLloydPhases(b *testing.B) {
 	g := gpu(b)
 	const k, steps = 256, 40
-	var buf uint64
-	if err := g.w.do(func() (err error) { buf, err = g.alloc(8 * llPhaseSlots); return err }); err != nil {
-		b.Fatal(err)
-	}
-	defer g.w.do(func() error { g.free(buf); return nil })
+	buf := phaseBuffer(b, g, llPhaseSlots)
 	defer func(old uint64) { lloydPhases = old }(lloydPhases)
 	ctx := context.Background()
 	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
 		pts, s := openColours(b, g, name, k)
 		cent := benchCentroids(pts, k)
 		b.Run(name, func(b *testing.B) {
-			if err := g.w.do(func() error { return g.memset32(buf, 0, 2*llPhaseSlots) }); err != nil {
-				b.Fatal(err)
-			}
-			lloydPhases = buf
+			buf.reset(b)
+			lloydPhases = buf.p
 			var passes int
 			t := time.Now()
 			for range b.N {
@@ -410,10 +395,7 @@ func BenchmarkLloydPhases(b *testing.B) {
 			}
 			wall := time.Since(t)
 			lloydPhases = 0
-			var ph [llPhaseSlots]uint64
-			if err := g.w.do(func() error { return g.dtoh(unsafe.Pointer(&ph[0]), buf, 8*llPhaseSlots) }); err != nil {
-				b.Fatal(err)
-			}
+			ph := buf.read(b)
 			n := ph[llPhaseSlots-1]
 			if n == 0 {
 				b.Fatal("no looped passes")
@@ -426,6 +408,40 @@ func BenchmarkLloydPhases(b *testing.B) {
 		})
 		s.Close()
 	}
+}
+
+// phaseBuf is a device buffer of a loop kernel's phase counters
+// (ppPhases, lloydPhases), freed when the benchmark ends.
+type phaseBuf struct {
+	g     *Backend
+	p     uint64
+	slots int
+}
+
+// phaseBuffer allocates a phaseBuf of slots counters.
+func phaseBuffer(b *testing.B, g *Backend, slots int) *phaseBuf {
+	pb := &phaseBuf{g: g, slots: slots}
+	if err := g.w.do(func() (err error) { pb.p, err = g.alloc(8 * slots); return err }); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.w.do(func() error { g.free(pb.p); return nil }) })
+	return pb
+}
+
+// reset zeroes the counters.
+func (pb *phaseBuf) reset(b *testing.B) {
+	if err := pb.g.w.do(func() error { return pb.g.memset32(pb.p, 0, 2*pb.slots) }); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// read returns the counters.
+func (pb *phaseBuf) read(b *testing.B) []uint64 {
+	ph := make([]uint64, pb.slots)
+	if err := pb.g.w.do(func() error { return pb.g.dtoh(unsafe.Pointer(&ph[0]), pb.p, 8*pb.slots) }); err != nil {
+		b.Fatal(err)
+	}
+	return ph
 }
 
 // openColours opens a session on the deduplicated RGB colours of the

@@ -1842,6 +1842,29 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
 
 extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParams p) { lloyd_next_block(p, p.it); }
 
+// PhaseClock is the phase counters of the loop kernels (benchmarks): in
+// block 0's thread 0, where the kernel's phases buffer (PP_PHASES or
+// LL_PHASES u64s) is given, mark(ph) adds the SM cycles since the last
+// mark to slot ph, and count(i) adds 1 to slot i (reductions, which the
+// thread does not wait for).
+struct PhaseClock {
+    const u64& phases;  // the kernel parameter's field, read where used
+    const bool timed;
+    long long t;
+    __device__ explicit PhaseClock(const u64& phases)
+        : phases(phases), timed(phases != 0 && blockIdx.x == 0 && threadIdx.x == 0), t(timed ? clock64() : 0) {}
+    __device__ void mark(int ph) {
+        if (timed) {
+            const long long now = clock64();
+            atomicAdd((unsigned long long*)phases + ph, (unsigned long long)(now - t));
+            t = now;
+        }
+    }
+    __device__ void count(int i) {
+        if (timed) atomicAdd((unsigned long long*)phases + i, 1ull);
+    }
+};
+
 // LloydLoop is the parameters of the loop kernels.
 struct LloydLoop {
     Params kp;       // a pass's (the fast kernel's, as the batch's first pass had them)
@@ -1867,30 +1890,21 @@ template <int KIND>
 __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
     u32* bar = (u32*)L.bar;
     u32 target = 0;
-    // mark(ph) as pp_steps'
-    const bool timed = L.phases != 0 && blockIdx.x == 0 && threadIdx.x == 0;
-    long long tmark = timed ? clock64() : 0;
-    auto mark = [&](int ph) {
-        if (timed) {
-            const long long t = clock64();
-            atomicAdd((unsigned long long*)L.phases + ph, (unsigned long long)(t - tmark));
-            tmark = t;
-        }
-    };
+    PhaseClock clk(L.phases);
     for (int it = 0;; it++) {
         if (blockIdx.x == 0) lloyd_next_block(L.lp, it);
-        mark(0);
+        clk.mark(0);
         grid_sync(bar, target);
-        mark(1);
+        clk.mark(1);
         if (lloyd_stopped(L.kp)) return;  // the same in every block; always by it = last
         if (KIND == 0) fast_body<FMT_P8, 4, true>(L.kp);
         if (KIND == 1) fast_body<FMT_P16, 4, true>(L.kp);
         if (KIND == 2) small_body<FMT_P8, true>(L.kp);
         if (KIND == 3) small_body<FMT_P16, true>(L.kp);
-        mark(2);
+        clk.mark(2);
         grid_sync(bar, target);
-        mark(3);
-        if (timed) atomicAdd((unsigned long long*)L.phases + 4, 1ull);
+        clk.mark(3);
+        clk.count(4);
     }
 }
 
@@ -2829,18 +2843,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
     __shared__ float ys[MT][4];    // the draws' points
     __shared__ float yc[4];        // the point of the last step's centroid
     if (pp_stopped(p)) return;  // the same in every block
-    // mark(ph) adds the cycles since the last mark to phase ph, in block
-    // 0's thread 0 where phases are kept (a reduction, which the thread
-    // does not wait for)
-    const bool timed = L.phases != 0 && blockIdx.x == 0 && threadIdx.x == 0;
-    long long tmark = timed ? clock64() : 0;
-    auto mark = [&](int ph) {
-        if (timed) {
-            const long long t = clock64();
-            atomicAdd((unsigned long long*)L.phases + ph, (unsigned long long)(t - tmark));
-            tmark = t;
-        }
-    };
+    PhaseClock clk(L.phases);
     PPStream* st = (PPStream*)p.stream;
     u32* bar = (u32*)L.bar;
     u32 target = 0;
@@ -2891,7 +2894,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
     grid_sync(bar, target);
     for (int b = threadIdx.x; b < nb; b += blockDim.x) bt[b] = __ldcg(btot + b);
     __syncthreads();
-    mark(6);
+    clk.mark(6);
     // apply makes the draw of largest gain of step j a centroid: D, the
     // group sums (from src into dst) and the chunks' totals.
     auto apply = [&](int j, const u64* src, u64* dst) {
@@ -2931,7 +2934,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
     for (; s < L.steps; s++) {
         // ---- 1. the last step's centroid
         if (s > 0) apply(s - 1, (s - 1) & 1 ? gsum2 : gsum, s & 1 ? gsum2 : gsum);
-        mark(0);
+        clk.mark(0);
         // ---- 2. the potential: the totals' inclusive prefixes
         {
             const int per = (nb + blockDim.x - 1) / blockDim.x;  // ≤ 4
@@ -2959,7 +2962,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
             }
             __syncthreads();
         }
-        mark(1);
+        clk.mark(1);
         // ---- the draws
         const u64 pot = bpre[nb - 1];
         if (pot == 0) {
@@ -2969,7 +2972,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
         }
         if (warp == 0) pp_draws(pcg, jumps, p.T, pot, rs);
         __syncthreads();
-        mark(2);
+        clk.mark(2);
         // ---- the point of each draw, a warp a draw; the group sums and D
         // as the centroid taken in 1 left them
         const u64* gsrc = (s - 1) & 1 ? gsum2 : gsum;
@@ -3027,7 +3030,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
             }
         }
         __syncthreads();
-        mark(3);
+        clk.mark(3);
         // ---- the gains of the block's points: each group's, the chunk's
         {
             u64* ggo = ggrp + (size_t)(s & 1) * MT * ng;
@@ -3070,10 +3073,10 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
                 if (blockIdx.x == 0) gtot[((s + 1) % 3) * MT + threadIdx.x] = 0;
             }
         }
-        mark(4);
+        clk.mark(4);
         grid_sync(bar, target);
-        mark(5);
-        if (timed) atomicAdd((unsigned long long*)L.phases + 7, 1ull);
+        clk.mark(5);
+        clk.count(7);
     }
     if (!stopped && s > 0) {
         apply(s - 1, (s - 1) & 1 ? gsum2 : gsum, gsum);
