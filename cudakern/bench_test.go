@@ -350,14 +350,8 @@ func BenchmarkSeedPhases(b *testing.B) {
 			}
 			wall := time.Since(t)
 			ppPhases = 0
-			ph := buf.read(b)
+			ph := buf.report(b, ppPhaseNames[:6], "step")
 			steps := ph[ppPhaseSlots-1]
-			if steps == 0 {
-				b.Fatal("no streamed steps")
-			}
-			for i, name := range ppPhaseNames[:6] {
-				b.ReportMetric(float64(ph[i])/float64(steps), name+"-cycles/step")
-			}
 			b.ReportMetric(float64(ph[6])/float64(b.N), "setup-cycles/op")
 			b.ReportMetric(float64(wall.Nanoseconds())/float64(steps), "ns/step")
 			b.ReportMetric(float64(min(ppMaxB, g.blocks(kPPSteps8, 0, (pts.Len()+ppChunkMin-1)/ppChunkMin))), "blocks")
@@ -395,14 +389,7 @@ func BenchmarkLloydPhases(b *testing.B) {
 			}
 			wall := time.Since(t)
 			lloydPhases = 0
-			ph := buf.read(b)
-			n := ph[llPhaseSlots-1]
-			if n == 0 {
-				b.Fatal("no looped passes")
-			}
-			for i, name := range llPhaseNames {
-				b.ReportMetric(float64(ph[i])/float64(n), name+"-cycles/pass")
-			}
+			buf.report(b, llPhaseNames, "pass")
 			b.ReportMetric(float64(wall.Nanoseconds())/float64(passes), "ns/pass")
 			b.ReportMetric(float64(passes)/float64(b.N), "passes/op")
 		})
@@ -435,11 +422,20 @@ func (pb *phaseBuf) reset(b *testing.B) {
 	}
 }
 
-// read returns the counters.
-func (pb *phaseBuf) read(b *testing.B) []uint64 {
+// report reads the counters, whose last slot counts the steps or passes
+// (each a unit), reports the cycles a unit of the phases names (the first
+// slots), and returns the counters.
+func (pb *phaseBuf) report(b *testing.B, names []string, unit string) []uint64 {
 	ph := make([]uint64, pb.slots)
 	if err := pb.g.w.do(func() error { return pb.g.dtoh(unsafe.Pointer(&ph[0]), pb.p, 8*pb.slots) }); err != nil {
 		b.Fatal(err)
+	}
+	n := ph[pb.slots-1]
+	if n == 0 {
+		b.Fatalf("no %ss counted", unit)
+	}
+	for i, name := range names {
+		b.ReportMetric(float64(ph[i])/float64(n), name+"-cycles/"+unit)
 	}
 	return ph
 }
