@@ -1,8 +1,10 @@
 package cudakern
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -337,7 +339,7 @@ func BenchmarkSeedPhases(b *testing.B) {
 	g := gpu(b)
 	const k = 256
 	trials := 2 + int(math.Log(k))
-	buf := phaseBuffer(b, g, ppPhaseSlots)
+	buf := phaseBuffer(b, g, ppPhaseSlots, 0)
 	defer func(old uint64) { ppPhases = old }(ppPhases)
 	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
 		pts, s := openColours(b, g, name, k)
@@ -369,7 +371,8 @@ func BenchmarkSeedPhases(b *testing.B) {
 func BenchmarkLloydPhases(b *testing.B) {
 	g := gpu(b)
 	const k, steps = 256, 40
-	buf := phaseBuffer(b, g, llPhaseSlots)
+	const maxGrid = 4096 // more blocks than the loop kernels' grids on any device at hand
+	buf := phaseBuffer(b, g, llPhaseSlots, llPhaseBuf(maxGrid)-llPhaseSlots)
 	defer func(old uint64) { lloydPhases = old }(lloydPhases)
 	ctx := context.Background()
 	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
@@ -379,6 +382,7 @@ func BenchmarkLloydPhases(b *testing.B) {
 			buf.reset(b)
 			lloydPhases = buf.p
 			var passes int
+			var moved []float64 // the moved weight of each pass of the last batch
 			t := time.Now()
 			for range b.N {
 				out, err := s.(kmeans.LloydRunner).LloydSteps(ctx, cent, 0, 0, nil, steps)
@@ -386,29 +390,107 @@ func BenchmarkLloydPhases(b *testing.B) {
 					b.Fatal(err)
 				}
 				passes += len(out)
+				moved = moved[:0]
+				for _, st := range out {
+					moved = append(moved, float64(st.Moved))
+				}
 			}
 			wall := time.Since(t)
 			lloydPhases = 0
-			buf.report(b, llPhaseNames, "pass")
+			ph := buf.report(b, llPhaseNames, "pass")
 			b.ReportMetric(float64(wall.Nanoseconds())/float64(passes), "ns/pass")
 			b.ReportMetric(float64(passes)/float64(b.N), "passes/op")
+			reportBlocks(b, ph[llPhaseSlots:], float64(ph[llPhaseSlots-1]), b.N, moved)
 		})
 		s.Close()
 	}
 }
 
-// phaseBuf is a device buffer of a loop kernel's phase counters
-// (ppPhases, lloydPhases), freed when the benchmark ends.
-type phaseBuf struct {
-	g     *Backend
-	p     uint64
-	slots int
+// reportBlocks reports and logs what the loop kernel's blocks did in
+// passes passes (the block stats of lloydPhases, given from its waits on),
+// runs batches in all: how their shares of a pass, their assignment, flush
+// and wait after it spread, which blocks were slowest and why, and block
+// 0's wait after each pass of a batch beside the weight that pass moved.
+func reportBlocks(b *testing.B, st []uint64, passes float64, runs int, moved []float64) {
+	waits, bs := st[:llWaits], st[llWaits:]
+	type block struct {
+		id, sm                                int
+		share, assign, flush, wait, fb, moves float64
+	}
+	var blocks []block
+	for i := 0; i+llBlockSlots <= len(bs) && bs[i+bsShare] != 0; i += llBlockSlots {
+		s := bs[i : i+llBlockSlots]
+		per := func(v uint64) float64 { return float64(v) / passes }
+		blocks = append(blocks, block{i / llBlockSlots, int(s[bsSM]), per(s[bsShare]), per(s[bsAssign]),
+			per(s[bsFlush]), per(s[bsWait]), per(s[bsFallback]), per(s[bsMoves])})
+	}
+	if len(blocks) == 0 {
+		b.Log("no block stats (not a fast kernel's loop)")
+		return
+	}
+	// a benchmark's log keeps 10 lines: 1 + 4 + 1 + 1 + 3 here
+	spread := func(name string, f func(block) float64) {
+		v := make([]float64, len(blocks))
+		for i, bl := range blocks {
+			v[i] = f(bl)
+		}
+		slices.Sort(v)
+		b.Logf("%-7s min %7.0f  p10 %7.0f  median %7.0f  p90 %7.0f  max %7.0f cycles/pass",
+			name, v[0], v[len(v)/10], v[len(v)/2], v[len(v)*9/10], v[len(v)-1])
+		b.ReportMetric(v[len(v)-1], "max-"+name+"-cycles/pass")
+	}
+	b.Logf("%d blocks, %.0f passes; the slowest 3 blocks last", len(blocks), passes)
+	spread("share", func(bl block) float64 { return bl.share })
+	spread("assign", func(bl block) float64 { return bl.assign })
+	spread("flush", func(bl block) float64 { return bl.flush })
+	spread("wait", func(bl block) float64 { return bl.wait })
+	var fb, mv float64
+	for _, bl := range blocks {
+		fb += bl.fb
+		mv += bl.moves
+	}
+	b.ReportMetric(fb, "fallbacks/pass")
+	b.ReportMetric(mv, "moves/pass")
+	slices.SortFunc(blocks, func(x, y block) int { return cmp.Compare(y.share, x.share) })
+	perSM := map[int]float64{}
+	for _, bl := range blocks {
+		perSM[bl.sm] += bl.assign
+	}
+	sm := slices.Sorted(maps.Values(perSM))
+	b.Logf("%d SMs: their blocks' assignment summed: min %.0f median %.0f max %.0f cycles/pass",
+		len(sm), sm[0], sm[len(sm)/2], sm[len(sm)-1])
+	line := "block 0's wait after loop pass i (cycles) / the weight moved by pass i:"
+	for i, w := range waits {
+		if w == 0 {
+			break
+		}
+		mw := math.NaN()
+		if i+1 < len(moved) {
+			mw = moved[i+1]
+		}
+		line += fmt.Sprintf(" %d:%.0f/%.0f", i, float64(w)/float64(runs), mw)
+	}
+	b.Log(line)
+	for _, bl := range blocks[:min(3, len(blocks))] {
+		b.Logf("block %3d sm %3d: share %6.0f assign %6.0f flush %5.0f wait %6.0f fallbacks %6.2f moves %7.1f",
+			bl.id, bl.sm, bl.share, bl.assign, bl.flush, bl.wait, bl.fb, bl.moves)
+	}
 }
 
-// phaseBuffer allocates a phaseBuf of slots counters.
-func phaseBuffer(b *testing.B, g *Backend, slots int) *phaseBuf {
-	pb := &phaseBuf{g: g, slots: slots}
-	if err := g.w.do(func() (err error) { pb.p, err = g.alloc(8 * slots); return err }); err != nil {
+// phaseBuf is a device buffer of a loop kernel's phase counters
+// (ppPhases, lloydPhases) and extra counters after them, freed when the
+// benchmark ends.
+type phaseBuf struct {
+	g            *Backend
+	p            uint64
+	slots, extra int
+}
+
+// phaseBuffer allocates a phaseBuf of slots phase counters and extra
+// counters.
+func phaseBuffer(b *testing.B, g *Backend, slots, extra int) *phaseBuf {
+	pb := &phaseBuf{g: g, slots: slots, extra: extra}
+	if err := g.w.do(func() (err error) { pb.p, err = g.alloc(8 * (slots + extra)); return err }); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { g.w.do(func() error { g.free(pb.p); return nil }) })
@@ -417,17 +499,17 @@ func phaseBuffer(b *testing.B, g *Backend, slots int) *phaseBuf {
 
 // reset zeroes the counters.
 func (pb *phaseBuf) reset(b *testing.B) {
-	if err := pb.g.w.do(func() error { return pb.g.memset32(pb.p, 0, 2*pb.slots) }); err != nil {
+	if err := pb.g.w.do(func() error { return pb.g.memset32(pb.p, 0, 2*(pb.slots+pb.extra)) }); err != nil {
 		b.Fatal(err)
 	}
 }
 
-// report reads the counters, whose last slot counts the steps or passes
-// (each a unit), reports the cycles a unit of the phases names (the first
-// slots), and returns the counters.
+// report reads the counters, whose last phase slot counts the steps or
+// passes (each a unit), reports the cycles a unit of the phases names (the
+// first slots), and returns the counters, the extra ones too.
 func (pb *phaseBuf) report(b *testing.B, names []string, unit string) []uint64 {
-	ph := make([]uint64, pb.slots)
-	if err := pb.g.w.do(func() error { return pb.g.dtoh(unsafe.Pointer(&ph[0]), pb.p, 8*pb.slots) }); err != nil {
+	ph := make([]uint64, pb.slots+pb.extra)
+	if err := pb.g.w.do(func() error { return pb.g.dtoh(unsafe.Pointer(&ph[0]), pb.p, 8*len(ph)) }); err != nil {
 		b.Fatal(err)
 	}
 	n := ph[pb.slots-1]

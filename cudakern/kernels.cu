@@ -113,8 +113,9 @@ __device__ __forceinline__ u64 warp_sum_u64(u64 v) {
 }
 
 // block_scalars adds the block's inertia, moved weight and fallback count to
-// p.scal with one atomic each. All threads of the block must call it.
-__device__ void block_scalars(const Params& p, u64 inertia, u64 moved, u64 fb, u64* red) {
+// p.scal with one atomic each, and returns that count in thread 0. All
+// threads of the block must call it.
+__device__ u64 block_scalars(const Params& p, u64 inertia, u64 moved, u64 fb, u64* red) {
     inertia = warp_sum_u64(inertia);
     moved = warp_sum_u64(moved);
     fb = warp_sum_u64(fb);
@@ -136,7 +137,9 @@ __device__ void block_scalars(const Params& p, u64 inertia, u64 moved, u64 fb, u
         if (a) atomicAdd(scal + 0, a);
         if (b) atomicAdd(scal + 1, b);
         if (c) atomicAdd(scal + 2, c);
+        return c;
     }
+    return 0;
 }
 
 // grid_sync is a barrier of the whole grid, whose blocks must all be
@@ -264,6 +267,25 @@ __device__ __forceinline__ T table_ld(const T* p) {
     return *p;
 }
 
+// BS_* are a block's slots of the fast kernels' loops' block stats, which
+// follow the LL_PHASES slots in LloydLoop.phases (below) and LL_WAITS
+// slots of block 0's wait after each pass (the last slot from pass
+// LL_WAITS-1 on), BS_SLOTS a block, summed over the passes: thread 0's
+// cycles from the barrier
+// to the end of its share of a pass, of that its assignment (to the
+// barrier after its warps' last points) and its flush of the sums, its
+// wait at the barrier after the pass, the points that fell back to the
+// exact search, the points that changed cluster, and the block's SM.
+#define BS_SHARE 0
+#define BS_ASSIGN 1
+#define BS_FLUSH 2
+#define BS_WAIT 3
+#define BS_FB 4
+#define BS_MOVES 5
+#define BS_SM 6
+#define BS_SLOTS 8
+#define LL_WAITS 64
+
 // ------------------------------------------------------------ fast kernel
 //
 // A warp takes 16·MT points at a time as MT m-tiles. Lane L = 4r + q.
@@ -348,9 +370,13 @@ struct FastPoints {
     uint4 w[2];  // P8 uses w[0]: 4 points; P16 uses both: 4 points × 2 words
 };
 
+// bstat, given only in the loop kernels (LOOP) when they are timed
+// (benchmarks), is the block's BlockStats slots.
 template <int FMT, int MT, bool LOOP = false>
-__device__ __forceinline__ void fast_body(const Params& p) {
+__device__ __forceinline__ void fast_body(const Params& p, u64* bstat = nullptr) {
     constexpr int G = MT / 2;  // owned points per lane
+    const bool timed = LOOP && bstat != nullptr && threadIdx.x == 0;
+    const long long t0 = timed ? clock64() : 0;
     extern __shared__ uint4 smem4[];
     if (lloyd_stopped(p)) return;
     u32* sfrag = (u32*)smem4;
@@ -375,7 +401,7 @@ __device__ __forceinline__ void fast_body(const Params& p) {
 #pragma unroll
     for (int j = 0; j < 4; j++) dg[j] = p.g[j], doff[j] = p.off[j];
 
-    u64 inertia = 0, movedw = 0, nfb = 0;
+    u64 inertia = 0, movedw = 0, nfb = 0, nmoves = 0;
     const int warps = (gridDim.x * blockDim.x) >> 5;
     const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 
@@ -549,7 +575,7 @@ __device__ __forceinline__ void fast_body(const Params& p) {
             const bool valid = i < n;
             const u32 w = wt[g], old = oldl[g], lab = valid ? bestl[g] : 0xffffffffu;
             if (valid) {
-                if (old != lab) store_label(p, i, lab);
+                if (old != lab) store_label(p, i, lab), nmoves++;
                 inertia += (u64)w * bestd[g];
                 if ((flags & F_ALL_MOVED) || old != lab) movedw += w;
             }
@@ -566,11 +592,23 @@ __device__ __forceinline__ void fast_body(const Params& p) {
         for (int g = 0; g < G; g++) P4[g] = N4[g];
     }
     __syncthreads();
+    const long long t1 = timed ? clock64() : 0;
     if (acc32)
         flush32(sacc, nslots, (u64*)p.acc);
     else
         flush(sacc, nslots, (u64*)p.acc);
-    block_scalars(p, inertia, movedw, nfb, red);
+    if (LOOP && bstat) {
+        nmoves = warp_sum_u64(nmoves);
+        if ((threadIdx.x & 31) == 0 && nmoves) atomicAdd((unsigned long long*)bstat + BS_MOVES, (unsigned long long)nmoves);
+        __syncthreads();
+    }
+    if (timed) {
+        const long long t2 = clock64();
+        atomicAdd((unsigned long long*)bstat + BS_ASSIGN, (unsigned long long)(t1 - t0));
+        atomicAdd((unsigned long long*)bstat + BS_FLUSH, (unsigned long long)(t2 - t1));
+    }
+    const u64 bfb = block_scalars(p, inertia, movedw, nfb, red);
+    if (timed && bfb) atomicAdd((unsigned long long*)bstat + BS_FB, (unsigned long long)bfb);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 3) kq_fast_p8_m2(const Params p) { fast_body<FMT_P8, 2>(p); }
@@ -1749,27 +1787,48 @@ __device__ __forceinline__ u32 half_of(int v) {
 }
 
 // lloyd_next_block is kq_lloyd_next's work for iteration it, in one block.
+// It waits for memory once before the centroids: thread 0 reads the
+// scalars and the record before while every thread reads its first
+// cluster's sums, and each later cluster's sums are read a step ahead.
 __device__ void lloyd_next_block(const LloydParams& p, int it) {
     __shared__ int diff, empty, unfit, stop, ends;
     volatile u64* scal = (volatile u64*)p.scal;
-    if (scal[SCAL_STOP]) return;
-    if (threadIdx.x == 0) diff = empty = unfit = 0;
-    __syncthreads();
     const int k = p.k, dim = p.dim;
     const u64* acc = (const u64*)p.acc;
     int* cur = (int*)p.cur;
     char* rec = (char*)p.rec + (size_t)it * p.stride;
     u64* counts = (u64*)(rec + 32);
     int* next = (int*)(rec + 32 + 8 * k);
+    // the weight and the dim sums of cluster c, summed by other blocks
+    auto sums = [&](int c, u64(&s)[5]) {
+#pragma unroll
+        for (int j = 0; j < 5; j++) s[j] = c < k && j <= dim ? __ldcg(acc + c * (1 + dim) + j) : 0;
+    };
+    u64 s[5];
+    sums(threadIdx.x, s);
+    // the record before this one, if any
+    const u64* before = it > 0 ? (const u64*)(rec - p.stride) : nullptr;
+    u64 inertia = 0, moved = 0, prev = 0, beforeFlags = 0;
+    if (threadIdx.x == 0) {
+        stop = scal[SCAL_STOP] != 0;
+        inertia = scal[0], moved = scal[1];
+        prev = before ? before[0] : p.prev;
+        beforeFlags = before ? before[2] : 0;
+        diff = empty = unfit = 0;
+    }
+    __syncthreads();
+    if (stop) return;
     for (int c = threadIdx.x; c < k; c += blockDim.x) {
-        const u64 w = __ldcg(acc + c * (1 + dim));  // summed by other blocks
+        const u64 w = s[0];
+        const u64 sj[4] = {s[1], s[2], s[3], s[4]};
+        sums(c + blockDim.x, s);
         counts[c] = w;
         if (c >= p.nfixed && w == 0) empty = 1;
         for (int j = 0; j < dim; j++) {
             int v = cur[c * dim + j];
             if (c >= p.nfixed && w != 0) {
                 // Σw·x = centre·Σw + Σw·(x − centre), in wrapping arithmetic
-                const u64 sum = (u64)(i64)p.center[j] * w + __ldcg(acc + c * (1 + dim) + 1 + j);
+                const u64 sum = (u64)(i64)p.center[j] * w + sj[j];
                 v = round_div((i64)sum, w);
             }
             next[c * dim + j] = v;
@@ -1780,14 +1839,10 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        const u64 inertia = scal[0], moved = scal[1];
         const bool haveprev = it > 0 || p.haveprev;
-        // the record before this one, if any
-        const u64* before = it > 0 ? (const u64*)(rec - p.stride) : nullptr;
-        const u64 prev = before ? before[0] : p.prev;
         u64* head = (u64*)rec;
         head[0] = inertia, head[1] = moved;
-        if (before && (before[2] & REC_SETTLED)) {
+        if (beforeFlags & REC_SETTLED) {
             // the pass after a settled one whose centroids moved: the
             // final labelling, which the engine would make by an Assign
             head[2] = REC_FINAL | REC_DONE;
@@ -1891,20 +1946,36 @@ __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
     u32* bar = (u32*)L.bar;
     u32 target = 0;
     PhaseClock clk(L.phases);
+    u64* waits = (u64*)L.phases + LL_PHASES;
+    u64* bstat = L.phases && KIND < 2 ? waits + LL_WAITS + BS_SLOTS * blockIdx.x : nullptr;
+    const bool btimed = bstat && threadIdx.x == 0;
+    if (btimed) {
+        u32 sm;
+        asm("mov.u32 %0, %%smid;" : "=r"(sm));
+        bstat[BS_SM] = sm;
+    }
     for (int it = 0;; it++) {
         if (blockIdx.x == 0) lloyd_next_block(L.lp, it);
         clk.mark(0);
         grid_sync(bar, target);
         clk.mark(1);
         if (lloyd_stopped(L.kp)) return;  // the same in every block; always by it = last
-        if (KIND == 0) fast_body<FMT_P8, 4, true>(L.kp);
-        if (KIND == 1) fast_body<FMT_P16, 4, true>(L.kp);
+        const long long t0 = btimed ? clock64() : 0;
+        if (KIND == 0) fast_body<FMT_P8, 4, true>(L.kp, bstat);
+        if (KIND == 1) fast_body<FMT_P16, 4, true>(L.kp, bstat);
         if (KIND == 2) small_body<FMT_P8, true>(L.kp);
         if (KIND == 3) small_body<FMT_P16, true>(L.kp);
+        const long long t1 = btimed ? clock64() : 0;
         clk.mark(2);
         grid_sync(bar, target);
         clk.mark(3);
         clk.count(4);
+        if (btimed) {
+            const unsigned long long wait = clock64() - t1;
+            atomicAdd((unsigned long long*)bstat + BS_SHARE, (unsigned long long)(t1 - t0));
+            atomicAdd((unsigned long long*)bstat + BS_WAIT, wait);
+            if (blockIdx.x == 0) atomicAdd((unsigned long long*)waits + min(it, LL_WAITS - 1), wait);
+        }
     }
 }
 

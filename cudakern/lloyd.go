@@ -37,14 +37,36 @@ type lloydLoop struct {
 // lloydPhases, if not 0, is a device buffer of llPhaseSlots uint64s to
 // which the loop kernels add block 0's SM cycles in each phase of their
 // iterations, and the count of passes (LL_PHASES of kernels.cu;
-// BenchmarkLloydPhases).
+// BenchmarkLloydPhases). The fast kernels' loops also add, after those,
+// block 0's wait after each pass (llWaits slots, the last from pass
+// llWaits-1 on), then llBlockSlots stats for each block (BS_* of
+// kernels.cu): the buffer must then hold llPhaseBuf(grid) uint64s.
 var lloydPhases uint64
 
 // llPhaseNames are the phases of lloydPhases' slots, the last slot being
 // the count of passes.
 var llPhaseNames = []string{"next", "next-barrier", "pass", "pass-barrier"}
 
-const llPhaseSlots = 5
+const (
+	llPhaseSlots = 5  // LL_PHASES
+	llWaits      = 64 // LL_WAITS
+	llBlockSlots = 8  // BS_SLOTS
+)
+
+// The block stats' slots (BS_* of kernels.cu).
+const (
+	bsShare = iota
+	bsAssign
+	bsFlush
+	bsWait
+	bsFallback
+	bsMoves
+	bsSM
+)
+
+// llPhaseBuf is the uint64s of a lloydPhases buffer for a loop of grid
+// blocks.
+func llPhaseBuf(grid int) int { return llPhaseSlots + llWaits + llBlockSlots*grid }
 
 // The flags of a batch's record (REC_* of kernels.cu).
 const (
