@@ -135,6 +135,9 @@ const (
 	kLoopSmallP8  = "kq_lloyd_steps_small_p8"
 	kLoopSmallP16 = "kq_lloyd_steps_small_p16"
 
+	kLoopFastP8Timed  = "kq_lloyd_steps_fast_p8_timed"
+	kLoopFastP16Timed = "kq_lloyd_steps_fast_p16_timed"
+
 	kWuF32D4     = "kq_wuhong_f32_d4"
 	kWuF32D32    = "kq_wuhong_f32_d32"
 	kWuI64D4     = "kq_wuhong_i64_d4"
@@ -166,6 +169,11 @@ var prunedKernels = []string{kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4,
 // take their shared memory dynamically too.
 var loopKernels = map[string]string{kFastP8M4: kLoopFastP8, kFastP16M4: kLoopFastP16, kSmallP8: kLoopSmallP8, kSmallP16: kLoopSmallP16}
 
+// timedLoops are the loop kernels that also keep block stats where
+// lloydPhases is given (BenchmarkLloydPhases), by the loop kernel they
+// stand in for: the loops that runs use keep none.
+var timedLoops = map[string]string{kLoopFastP8: kLoopFastP8Timed, kLoopFastP16: kLoopFastP16Timed}
+
 // assignKernels take their shared memory dynamically.
 var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
 	kIMAP8, kCellP8, kCell16P8, kGenF32, kGenI64}
@@ -173,7 +181,7 @@ var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmal
 var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
 	kIMAP8, kCellP8, kCellBuild, kCell16P8, kCellBuild16, kGenF32, kGenI64, kProfileF32, kProfileF64, kProfileI64,
 	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPPSteps, kPPSteps8, kSyncTest, kPCGDraws, kLloydNext,
-	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16,
+	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16, kLoopFastP8Timed, kLoopFastP16Timed,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather, kWidenU16}
 
@@ -350,6 +358,9 @@ func (b *Backend) loadModule() error {
 	b.smem -= 1024
 	dynamic := append(slices.Clone(assignKernels), prunedKernels...)
 	for _, name := range loopKernels {
+		dynamic = append(dynamic, name)
+	}
+	for _, name := range timedLoops {
 		dynamic = append(dynamic, name)
 	}
 	for _, name := range dynamic {

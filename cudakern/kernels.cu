@@ -1941,13 +1941,13 @@ static_assert(sizeof(LloydLoop) == sizeof(Params) + sizeof(LloydParams) + 16, "L
 // a grid barrier, then (unless the batch stopped) the next pass by the
 // fast kernel's body in every block, and another barrier. What each pass
 // labels and sums is the fast kernel's, exactly.
-template <int KIND>
+template <int KIND, bool TIMED = false>
 __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
     u32* bar = (u32*)L.bar;
     u32 target = 0;
     PhaseClock clk(L.phases);
     u64* waits = (u64*)L.phases + LL_PHASES;
-    u64* bstat = L.phases && KIND < 2 ? waits + LL_WAITS + BS_SLOTS * blockIdx.x : nullptr;
+    u64* bstat = TIMED && L.phases && KIND < 2 ? waits + LL_WAITS + BS_SLOTS * blockIdx.x : nullptr;
     const bool btimed = bstat && threadIdx.x == 0;
     if (btimed) {
         u32 sm;
@@ -1981,6 +1981,14 @@ __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
 
 extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8(const LloydLoop L) { lloyd_loop<0>(L); }
 extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16(const LloydLoop L) { lloyd_loop<1>(L); }
+// kq_lloyd_steps_fast_*_timed are the fast loops that also keep the block
+// stats (benchmarks); the others compile them out.
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8_timed(const LloydLoop L) {
+    lloyd_loop<0, true>(L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16_timed(const LloydLoop L) {
+    lloyd_loop<1, true>(L);
+}
 extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p8(const LloydLoop L) { lloyd_loop<2>(L); }
 extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p16(const LloydLoop L) { lloyd_loop<3>(L); }
 
