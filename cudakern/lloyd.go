@@ -37,10 +37,11 @@ type lloydLoop struct {
 // lloydPhases, if not 0, is a device buffer of llPhaseSlots uint64s to
 // which the loop kernels add block 0's SM cycles in each phase of their
 // iterations, and the count of passes (LL_PHASES of kernels.cu;
-// BenchmarkLloydPhases). The fast kernels' loops (their timedLoops) also add, after those,
-// block 0's wait after each pass (llWaits slots, the last from pass
-// llWaits-1 on), then llBlockSlots stats for each block (BS_* of
-// kernels.cu): the buffer must then hold llPhaseBuf(grid) uint64s.
+// BenchmarkLloydPhases). The fast kernels' loops (their timedLoops, which
+// stepsLoop then launches) also add, after those, block 0's wait after
+// each pass (llWaits slots, the last from pass llWaits-1 on), then
+// llBlockSlots stats for each block (BS_* of kernels.cu): the buffer must
+// then hold llPhaseBuf(grid) uint64s.
 var lloydPhases uint64
 
 // llPhaseNames are the phases of lloydPhases' slots, the last slot being
@@ -403,11 +404,11 @@ func (bs *batchState) stepsLoop(b *Backend, kernel string, grid, smem int, kp *k
 		}
 		bs.dBar = bar
 	}
-	// the loop kernel may hold fewer blocks at once than the pass kernel;
-	// the blocks split the points anyway
 	if t, ok := timedLoops[loop]; ok && lloydPhases != 0 {
 		loop = t
 	}
+	// the loop kernel may hold fewer blocks at once than the pass kernel;
+	// the blocks split the points anyway
 	grid = b.blocks(loop, smem, grid)
 	ll := &lloydLoop{KP: *kp, LP: *lp, Bar: bs.dBar, Phases: lloydPhases}
 	err := b.launchCoop(loop, grid, 256, smem, unsafe.Pointer(ll), bs.dBar)
