@@ -1197,6 +1197,7 @@ func TestLloydSteps(t *testing.T) {
 		{"graf1.png", "rgb", 100, 0, 0, 5},
 		{"smarties.png", "rgb", 24, 0, 1e-3, 40}, // settles by the tolerance: the final labelling
 		{"home.jpg", "rgb", 64, 2, 5e-4, 40},
+		{"home.jpg", "rgb", 600, 0, 0, 12}, // more clusters than a loop block has threads
 	} {
 		colors, counts, _ := UniqueRGB(loadPixels(t, c.name))
 		pts := colourPoints(colors, counts, c.space)

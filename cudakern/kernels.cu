@@ -113,9 +113,9 @@ __device__ __forceinline__ u64 warp_sum_u64(u64 v) {
 }
 
 // block_scalars adds the block's inertia, moved weight and fallback count to
-// p.scal with one atomic each, and returns that count in thread 0. All
-// threads of the block must call it.
-__device__ u64 block_scalars(const Params& p, u64 inertia, u64 moved, u64 fb, u64* red) {
+// scal (a pass's p.scal) with one atomic each, and returns that count in
+// thread 0. All threads of the block must call it.
+__device__ u64 block_scalars(u64* scal, u64 inertia, u64 moved, u64 fb, u64* red) {
     inertia = warp_sum_u64(inertia);
     moved = warp_sum_u64(moved);
     fb = warp_sum_u64(fb);
@@ -133,7 +133,6 @@ __device__ u64 block_scalars(const Params& p, u64 inertia, u64 moved, u64 fb, u6
             b += red[w * 3 + 1];
             c += red[w * 3 + 2];
         }
-        u64* scal = (u64*)p.scal;
         if (a) atomicAdd(scal + 0, a);
         if (b) atomicAdd(scal + 1, b);
         if (c) atomicAdd(scal + 2, c);
@@ -255,27 +254,15 @@ __device__ __forceinline__ float half_hi(u32 h) {
     return f;
 }
 
-// table_ld reads a centroid table. The tables of a loop kernel
-// (kq_lloyd_steps_*) change between its passes, written by another block:
-// it reads them through L2 (ld.global.cg), never the read-only path, whose
-// cache a grid barrier does not clear. nc marks a read that may otherwise
-// take the read-only path.
-template <bool LOOP, bool NC = false, class T>
-__device__ __forceinline__ T table_ld(const T* p) {
-    if (LOOP) return __ldcg(p);
-    if (NC) return __ldg(p);
-    return *p;
-}
-
 // BS_* are a block's slots of the fast kernels' loops' block stats, which
 // follow the LL_PHASES slots in LloydLoop.phases (below) and LL_WAITS
 // slots of block 0's wait after each pass (the last slot from pass
 // LL_WAITS-1 on), BS_SLOTS a block, summed over the passes: thread 0's
-// cycles from the barrier
-// to the end of its share of a pass, of that its assignment (to the
-// barrier after its warps' last points) and its flush of the sums, its
-// wait at the barrier after the pass, the points that fell back to the
-// exact search, the points that changed cluster, and the block's SM.
+// cycles from the start of its share of a pass to its end, of those its
+// assignment (to the barrier after its warps' last points) and its flush
+// of the sums, its wait at the barrier after the pass, the points that
+// fell back to the exact search, the points that changed cluster, and the
+// block's SM.
 #define BS_SHARE 0
 #define BS_ASSIGN 1
 #define BS_FLUSH 2
@@ -370,15 +357,27 @@ struct FastPoints {
     uint4 w[2];  // P8 uses w[0]: 4 points; P16 uses both: 4 points × 2 words
 };
 
-// bstat, given only in the loop kernels (LOOP) when they are timed
-// (benchmarks), is the block's BlockStats slots.
+// LoopPass is what a pass of the loop kernels (LOOP) takes from the loop
+// rather than from its Params: the centroids' centres, which the block's
+// own update made in its shared memory (with the fast kernel's fragments,
+// already in place), and where the pass's sums and scalars go (one of the
+// loop's rotating buffers), and, where the loop is timed (benchmarks), the
+// block's BS_* slots.
+struct LoopPass {
+    const float4* cent;
+    u64* acc;
+    u64* scal;
+    u64* bstat;
+};
+
 template <int FMT, int MT, bool LOOP = false>
-__device__ __forceinline__ void fast_body(const Params& p, u64* bstat = nullptr) {
+__device__ __forceinline__ void fast_body(const Params& p, const LoopPass lp = {}) {
     constexpr int G = MT / 2;  // owned points per lane
+    u64* const bstat = LOOP ? lp.bstat : nullptr;
     const bool timed = LOOP && bstat != nullptr && threadIdx.x == 0;
     const long long t0 = timed ? clock64() : 0;
     extern __shared__ uint4 smem4[];
-    if (lloyd_stopped(p)) return;
+    if (!LOOP && lloyd_stopped(p)) return;
     u32* sfrag = (u32*)smem4;
     const int n = p.n, k = p.k, kpad = p.kpad, dim = p.dim;
     const int ntiles = kpad >> 3;
@@ -386,7 +385,9 @@ __device__ __forceinline__ void fast_body(const Params& p, u64* bstat = nullptr)
     const int nslots = k * (1 + dim);
     __shared__ u64 red[3 * 8];
 
-    for (int i = threadIdx.x; i < ntiles * 32; i += blockDim.x) sfrag[i] = table_ld<LOOP>((const u32*)p.frag + i);
+    if (!LOOP) {
+        for (int i = threadIdx.x; i < ntiles * 32; i += blockDim.x) sfrag[i] = ((const u32*)p.frag)[i];
+    }
     for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
     __syncthreads();
 
@@ -396,7 +397,7 @@ __device__ __forceinline__ void fast_body(const Params& p, u64* bstat = nullptr)
     const u32 smask = (1u << p.s) - 1u;
     const int flags = p.flags;
     const u32* W = (const u32*)p.weights;
-    const float4* cent = (const float4*)p.cent;
+    const float4* cent = LOOP ? lp.cent : (const float4*)p.cent;
     float dg[4], doff[4];
 #pragma unroll
     for (int j = 0; j < 4; j++) dg[j] = p.g[j], doff[j] = p.off[j];
@@ -553,7 +554,7 @@ __device__ __forceinline__ void fast_body(const Params& p, u64* bstat = nullptr)
                 const float y3 = __shfl_sync(0xffffffffu, xo[g][3], src);
                 u32 bd = 0xffffffffu, bl = 0;
                 for (int c = lane; c < k; c += 32) {
-                    const float4 cc = table_ld<LOOP, true>(cent + c);
+                    const float4 cc = LOOP ? cent[c] : __ldg(cent + c);
                     const float e0 = y0 - cc.x, e1 = y1 - cc.y, e2 = y2 - cc.z, e3 = y3 - cc.w;
                     const u32 d = (u32)fmaf(e3, e3, fmaf(e2, e2, fmaf(e1, e1, e0 * e0)));
                     if (d < bd) bd = d, bl = c;
@@ -593,10 +594,11 @@ __device__ __forceinline__ void fast_body(const Params& p, u64* bstat = nullptr)
     }
     __syncthreads();
     const long long t1 = timed ? clock64() : 0;
+    u64* const gacc = LOOP ? lp.acc : (u64*)p.acc;
     if (acc32)
-        flush32(sacc, nslots, (u64*)p.acc);
+        flush32(sacc, nslots, gacc);
     else
-        flush(sacc, nslots, (u64*)p.acc);
+        flush(sacc, nslots, gacc);
     if (LOOP && bstat) {
         nmoves = warp_sum_u64(nmoves);
         if ((threadIdx.x & 31) == 0 && nmoves) atomicAdd((unsigned long long*)bstat + BS_MOVES, (unsigned long long)nmoves);
@@ -607,7 +609,7 @@ __device__ __forceinline__ void fast_body(const Params& p, u64* bstat = nullptr)
         atomicAdd((unsigned long long*)bstat + BS_ASSIGN, (unsigned long long)(t1 - t0));
         atomicAdd((unsigned long long*)bstat + BS_FLUSH, (unsigned long long)(t2 - t1));
     }
-    const u64 bfb = block_scalars(p, inertia, movedw, nfb, red);
+    const u64 bfb = block_scalars(LOOP ? lp.scal : (u64*)p.scal, inertia, movedw, nfb, red);
     if (timed && bfb) atomicAdd((unsigned long long*)bstat + BS_FB, (unsigned long long)bfb);
 }
 
@@ -625,17 +627,17 @@ extern "C" __global__ void __launch_bounds__(256, 2) kq_fast_p16_m4(const Params
 // below 2^24 (the same bound as the fast kernel), then key = d·2^s + j.
 
 template <int FMT, bool LOOP = false>
-__device__ __forceinline__ void small_body(const Params& p) {
+__device__ __forceinline__ void small_body(const Params& p, const LoopPass lp = {}) {
     extern __shared__ uint4 smem4[];
-    if (lloyd_stopped(p)) return;
+    if (!LOOP && lloyd_stopped(p)) return;
     float4* sc = (float4*)smem4;
     const int n = p.n, k = p.k, dim = p.dim;
     u32* sacc = (u32*)(sc + k);
     const int nslots = k * (1 + dim);
     __shared__ u64 red[3 * 8];
-    const float4* cent = (const float4*)p.cent;
+    const float4* cent = LOOP ? lp.cent : (const float4*)p.cent;
     for (int i = threadIdx.x; i < k; i += blockDim.x) {
-        const float4 c = table_ld<LOOP>(cent + i);
+        const float4 c = cent[i];
         sc[i] = make_float4(-2.0f * c.x, -2.0f * c.y, -2.0f * c.z, fmaf(c.z, c.z, fmaf(c.y, c.y, c.x * c.x)));
     }
     for (int i = threadIdx.x; i < 2 * nslots; i += blockDim.x) sacc[i] = 0;
@@ -694,7 +696,7 @@ __device__ __forceinline__ void small_body(const Params& p) {
             } else if (valid) {
                 u32 bd = 0xffffffffu;
                 for (int c = 0; c < k; c++) {
-                    const float4 cc = table_ld<LOOP, true>(cent + c);
+                    const float4 cc = LOOP ? cent[c] : __ldg(cent + c);
                     const float e0 = x[t][0] - cc.x, e1 = x[t][1] - cc.y, e2 = x[t][2] - cc.z;
                     const u32 d = (u32)fmaf(e2, e2, fmaf(e1, e1, e0 * e0));
                     if (d < bd) bd = d, lab = c;
@@ -718,11 +720,12 @@ __device__ __forceinline__ void small_body(const Params& p) {
         }
     }
     __syncthreads();
+    u64* const gacc = LOOP ? lp.acc : (u64*)p.acc;
     if (acc32)
-        flush32(sacc, nslots, (u64*)p.acc);
+        flush32(sacc, nslots, gacc);
     else
-        flush(sacc, nslots, (u64*)p.acc);
-    block_scalars(p, inertia, movedw, nfb, red);
+        flush(sacc, nslots, gacc);
+    block_scalars(LOOP ? lp.scal : (u64*)p.scal, inertia, movedw, nfb, red);
 }
 
 extern "C" __global__ void __launch_bounds__(256) kq_small_p8(const Params p) { small_body<FMT_P8>(p); }
@@ -1318,7 +1321,7 @@ __device__ __forceinline__ void idp_body(const Params& p) {
         flush32(sacc, nslots, (u64*)p.acc);
     else
         flush(sacc, nslots, (u64*)p.acc);
-    block_scalars(p, inertia, movedw, 0, red);
+    block_scalars((u64*)p.scal, inertia, movedw, 0, red);
     // the distances computed: scal[3], as the pruned kernels count them
     if (tile_on && threadIdx.x == 0 && tile_kept) atomicAdd((u64*)p.scal + 3, (u64)tile_kept * TILE);
 }
@@ -1531,7 +1534,7 @@ __device__ __forceinline__ void ima_body(const Params& p) {
         flush32(sacc, nslots, (u64*)p.acc);
     else
         flush(sacc, nslots, (u64*)p.acc);
-    block_scalars(p, inertia, movedw, 0, red);
+    block_scalars((u64*)p.scal, inertia, movedw, 0, red);
 }
 
 // The m16n8k16 integer product needs compute capability 8.0: before it, and
@@ -1659,7 +1662,7 @@ __device__ __forceinline__ void generic_body(const Params& p, T big) {
     }
     __syncthreads();
     if (single) flush(sacc, slots, (u64*)p.acc);
-    block_scalars(p, inertia, movedw, 0, red);
+    block_scalars((u64*)p.scal, inertia, movedw, 0, red);
 }
 
 extern "C" __global__ void __launch_bounds__(256) kq_generic_f32(const Params p) {
@@ -1786,12 +1789,63 @@ __device__ __forceinline__ u32 half_of(int v) {
     return sign | (u32)(e + 15) << 10 | (mant & 0x3ffu);
 }
 
+// next_coord is coordinate j of cluster c's centroid after an update,
+// from the cluster's weight w, its sum s of w·(x_j − centre_j) and the
+// coordinate now, cur: past nfixed and where w > 0 the weighted mean,
+// rounded half up; else cur.
+__device__ __forceinline__ int next_coord(const LloydParams& p, int c, int j, u64 w, u64 s, int cur) {
+    if (c < p.nfixed || w == 0) return cur;
+    // Σw·x = centre·Σw + Σw·(x − centre), in wrapping arithmetic
+    return round_div((i64)((u64)(i64)p.center[j] * w + s), w);
+}
+
+// put_frag writes a centroid's four words of the fast kernel's table (the
+// host's layout.fragments) at f, from its centred coordinates x and their
+// squared norm; pad_frag writes those of a padding slot (c ≥ k).
+__device__ __forceinline__ void put_frag(u32* f, const int x[4], i64 norm) {
+    f[0] = half_of(-2 * x[0]) | half_of(-2 * x[1]) << 16;
+    f[1] = half_of(-2 * x[2]) | half_of(-2 * x[3]) << 16;
+    f[2] = half_of(1) | half_of(2048) << 16;
+    f[3] = half_of((int)(norm % 2048)) | half_of((int)(norm / 2048)) << 16;
+}
+
+__device__ __forceinline__ void pad_frag(u32* f) {
+    f[0] = 0, f[1] = 0, f[2] = half_of(1) | half_of(2048) << 16, f[3] = half_of(2047) | half_of(2047) << 16;
+}
+
+// rec_flags is the flags of iteration it's record (REC_*), from the flags
+// of the record before (0 at it = 0), the pass's inertia, the inertia
+// before (prev: the record before's, or p.prev), and whether any centroid
+// moved, a cluster past nfixed came out empty or a centroid left the fast
+// kernels' range. It sets stop where the batch stops there, and ends
+// where the engine's run ends there too (see kq_lloyd_next).
+__device__ __forceinline__ u64 rec_flags(const LloydParams& p, int it, u64 before, u64 inertia, u64 prev, bool diff,
+                                         bool empty, bool unfit, bool& stop, bool& ends) {
+    if (before & REC_SETTLED) {
+        // the pass after a settled one whose centroids moved: the final
+        // labelling, which the engine would make by an Assign
+        stop = ends = true;
+        return REC_FINAL | REC_DONE;
+    }
+    const bool haveprev = it > 0 || p.haveprev;
+    const bool same = !diff;
+    const bool settled = same || (haveprev && inertia <= prev && (double)(prev - inertia) <= p.tol * (double)inertia);
+    // a settled pass whose centroids moved lets one more pass label the
+    // points with them, where the batch has room
+    stop = (settled && same) || empty || unfit || it >= p.last;
+    // the engine's run ends here (same implies settled, so stop); an
+    // empty cluster it would fill and go on
+    ends = same && !empty;
+    return (settled ? REC_SETTLED : 0) | (empty ? REC_EMPTY : 0) | (same ? REC_SAME : 0) | (unfit ? REC_UNFIT : 0) |
+           REC_DONE;
+}
+
 // lloyd_next_block is kq_lloyd_next's work for iteration it, in one block.
 // It waits for memory once before the centroids: thread 0 reads the
 // scalars and the record before while every thread reads its first
 // cluster's sums, and each later cluster's sums are read a step ahead.
 __device__ void lloyd_next_block(const LloydParams& p, int it) {
-    __shared__ int diff, empty, unfit, stop, ends;
+    __shared__ int stop;
     volatile u64* scal = (volatile u64*)p.scal;
     const int k = p.k, dim = p.dim;
     const u64* acc = (const u64*)p.acc;
@@ -1814,10 +1868,10 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
         inertia = scal[0], moved = scal[1];
         prev = before ? before[0] : p.prev;
         beforeFlags = before ? before[2] : 0;
-        diff = empty = unfit = 0;
     }
     __syncthreads();
     if (stop) return;
+    int diff = 0, empty = 0, unfit = 0;
     for (int c = threadIdx.x; c < k; c += blockDim.x) {
         const u64 w = s[0];
         const u64 sj[4] = {s[1], s[2], s[3], s[4]};
@@ -1825,42 +1879,23 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
         counts[c] = w;
         if (c >= p.nfixed && w == 0) empty = 1;
         for (int j = 0; j < dim; j++) {
-            int v = cur[c * dim + j];
-            if (c >= p.nfixed && w != 0) {
-                // Σw·x = centre·Σw + Σw·(x − centre), in wrapping arithmetic
-                const u64 sum = (u64)(i64)p.center[j] * w + sj[j];
-                v = round_div((i64)sum, w);
-            }
+            const int v = next_coord(p, c, j, w, sj[j], cur[c * dim + j]);
             next[c * dim + j] = v;
             if (v != cur[c * dim + j]) diff = 1;
             const i64 x = (i64)v - p.center[j];
             if (x > p.radius || -x > p.radius) unfit = 1;
         }
     }
-    __syncthreads();
+    diff = __syncthreads_or(diff);
+    empty = __syncthreads_or(empty);
+    unfit = __syncthreads_or(unfit);
     if (threadIdx.x == 0) {
-        const bool haveprev = it > 0 || p.haveprev;
+        bool st, ends;
         u64* head = (u64*)rec;
         head[0] = inertia, head[1] = moved;
-        if (beforeFlags & REC_SETTLED) {
-            // the pass after a settled one whose centroids moved: the
-            // final labelling, which the engine would make by an Assign
-            head[2] = REC_FINAL | REC_DONE;
-            stop = ends = 1;
-        } else {
-            const bool same = !diff;
-            const bool settled =
-                same || (haveprev && inertia <= prev && (double)(prev - inertia) <= p.tol * (double)inertia);
-            head[2] = (settled ? REC_SETTLED : 0) | (empty ? REC_EMPTY : 0) | (same ? REC_SAME : 0) |
-                      (unfit ? REC_UNFIT : 0) | REC_DONE;
-            // a settled pass whose centroids moved lets one more pass
-            // label the points with them, where the batch has room
-            stop = (settled && same) || empty || unfit || it >= p.last;
-            // the engine's run ends here (same implies settled, so stop);
-            // an empty cluster it would fill and go on
-            ends = same && !empty;
-        }
-        if (stop) {
+        head[2] = rec_flags(p, it, beforeFlags, inertia, prev, diff, empty, unfit, st, ends);
+        stop = st;
+        if (st) {
             scal[SCAL_STOP] = 1;
             if (ends && p.prof) scal[SCAL_PROF] = 1;
         } else {
@@ -1873,10 +1908,9 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
     u32* frag = (u32*)p.frag;
     float4* cent = (float4*)p.cent;
     for (int c = threadIdx.x; c < p.kpad; c += blockDim.x) {
-        u32* f = frag + (c / 8) * 32 + 4 * (c % 8);
-        const u32 ones = half_of(1) | half_of(2048) << 16;
+        u32* f = frag + 4 * c;
         if (c >= k) {
-            f[0] = 0, f[1] = 0, f[2] = ones, f[3] = half_of(2047) | half_of(2047) << 16;
+            pad_frag(f);
             continue;
         }
         int x[4] = {0, 0, 0, 0};
@@ -1887,10 +1921,7 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
             x[j] = v - p.center[j];
             norm += (i64)x[j] * x[j];
         }
-        f[0] = half_of(-2 * x[0]) | half_of(-2 * x[1]) << 16;
-        f[1] = half_of(-2 * x[2]) | half_of(-2 * x[3]) << 16;
-        f[2] = ones;
-        f[3] = half_of((int)(norm % 2048)) | half_of((int)(norm / 2048)) << 16;
+        put_frag(f, x, norm);
         cent[c] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)x[3]);
     }
 }
@@ -1922,59 +1953,190 @@ struct PhaseClock {
 
 // LloydLoop is the parameters of the loop kernels.
 struct LloydLoop {
-    Params kp;       // a pass's (the fast kernel's, as the batch's first pass had them)
+    Params kp;       // a pass's (the batch kernel's, as the batch's first pass had them)
     LloydParams lp;  // kq_lloyd_next's, it unused
     u64 bar;         // u32 for grid_sync, zero before the launch
     u64 phases;      // u64 [LL_PHASES] or 0: block 0's SM cycles in each phase of an iteration, summed (benchmarks)
+    u64 bufs;        // u64 [3][LL_SCAL + k·(1+dim)]: the passes' scalars and sums, rotating; zero before the launch
+    int psmem;       // the pass kernel's shared memory, bytes, a multiple of 16: the loop's follows
+    int pad0;
 };
 
-static_assert(sizeof(LloydLoop) == sizeof(Params) + sizeof(LloydParams) + 16, "LloydLoop layout");
+static_assert(sizeof(LloydLoop) == sizeof(Params) + sizeof(LloydParams) + 32, "LloydLoop layout");
+
+// LL_SCAL is the u64s of a rotating buffer before its sums: a pass's
+// inertia, moved weight and fallbacks (p.scal's first three), and a spare.
+#define LL_SCAL 4
 
 // LL_PHASES is the slots of LloydLoop.phases: block 0's cycles in each
-// phase of an iteration (1. kq_lloyd_next's work; 2. the wait at the
-// barrier after it; 3. the block's share of the pass; 4. the wait at the
-// barrier after it), then the count of passes.
+// phase of an iteration (1. the update; 2. clearing a rotating buffer;
+// 3. the block's share of the pass; 4. the wait at the barrier after it),
+// then the count of passes.
 #define LL_PHASES 5
 
 // kq_lloyd_steps_* run a batch's iterations after its first pass in one
-// cooperative launch: iteration it is kq_lloyd_next's work in block 0,
-// a grid barrier, then (unless the batch stopped) the next pass by the
-// fast kernel's body in every block, and another barrier. What each pass
-// labels and sums is the fast kernel's, exactly.
+// cooperative launch, with one grid barrier an iteration. Every block
+// keeps its own copy of what kq_lloyd_next keeps in global memory: the
+// clusters' running sums, the centroids (float4 centres, and the fast
+// kernel's fragments, in its shared memory after the pass kernel's), the
+// last pass's scalars, and the record before's inertia and flags.
+// Iteration it is
+//  1. the update, in every block alike: the running sums plus the last
+//     pass's (its rotating buffer), then kq_lloyd_next's centroids,
+//     convergence test and stop, from the same values in every block and
+//     so the same in all. Block 0 alone writes the record and, where the
+//     batch stops, the last pass's sums and scalars to p.acc and p.scal,
+//     as the pass kernels would have left them, and SCAL_STOP (and
+//     SCAL_PROF as kq_lloyd_next);
+//  2. unless the batch stopped, the blocks clear buffer it+1 mod 3 (last
+//     read in the update of iteration it−1, before the barrier that ended
+//     it) and make the next pass, the batch kernel's body on the block's
+//     own tables, which adds its sums and scalars to buffer it mod 3;
+//  3. a grid barrier, after which block 0 writes the pass's centroids and
+//     tables (cur, cent, frag: what follows the batch reads them).
+// What each pass labels and sums is the batch kernel's, exactly, and the
+// records are kq_lloyd_next's. The fast loops' block stats are kept only
+// by their _timed forms (TIMED).
 template <int KIND, bool TIMED = false>
 __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
+    extern __shared__ uint4 smem4[];
+    constexpr bool FAST = KIND < 2;
+    const LloydParams& p = L.lp;
+    const int k = p.k, dim = p.dim, ns = k * (1 + dim), bstride = LL_SCAL + ns;
+    u32* const sfrag = (u32*)smem4;  // the fast kernel's table
+    float4* const scent = (float4*)((char*)smem4 + L.psmem);
+    u64* const stot = (u64*)(scent + p.kpad);  // the running sums
+    u64* const bufs = (u64*)L.bufs;
+    u64* const scal = (u64*)p.scal;
+    const bool b0 = blockIdx.x == 0;
     u32* bar = (u32*)L.bar;
     u32 target = 0;
     PhaseClock clk(L.phases);
     u64* waits = (u64*)L.phases + LL_PHASES;
-    u64* bstat = TIMED && L.phases && KIND < 2 ? waits + LL_WAITS + BS_SLOTS * blockIdx.x : nullptr;
+    u64* bstat = TIMED && L.phases && FAST ? waits + LL_WAITS + BS_SLOTS * blockIdx.x : nullptr;
     const bool btimed = bstat && threadIdx.x == 0;
     if (btimed) {
         u32 sm;
         asm("mov.u32 %0, %%smid;" : "=r"(sm));
         bstat[BS_SM] = sm;
     }
+    // the batch's first pass: its tables, sums and scalars
+    if (FAST) {
+        for (int i = threadIdx.x; i < 4 * p.kpad; i += blockDim.x) sfrag[i] = ((const u32*)p.frag)[i];
+    }
+    for (int c = threadIdx.x; c < k; c += blockDim.x) scent[c] = ((const float4*)p.cent)[c];
+    for (int i = threadIdx.x; i < ns; i += blockDim.x) stot[i] = ((const u64*)p.acc)[i];
+    u64 prev = p.prev, before = 0;  // the record before's inertia and flags
+    __syncthreads();
     for (int it = 0;; it++) {
-        if (blockIdx.x == 0) lloyd_next_block(L.lp, it);
+        // ---- 1. the update
+        // The last pass's scalars and sums, which every block reads: plain
+        // loads, cached in L1 (which the barrier's acquire cleared), so
+        // that an SM asks L2 for each line once, not each warp of it for
+        // each (through L2 alone, their few lines were a hot spot).
+        const u64* last = it > 0 ? bufs + (size_t)((it - 1) % 3) * bstride : scal;
+        const u64* lsum = it > 0 ? last + LL_SCAL : nullptr;
+        const u64 inertia = last[0], moved = last[1], fb = last[2];
+        // cluster c's weight and dim sums after the last pass
+        auto sums = [&](int c, u64(&s)[5]) {
+#pragma unroll
+            for (int j = 0; j < 5; j++) {
+                const int i = c * (1 + dim) + j;
+                s[j] = c < k && j <= dim ? stot[i] + (lsum ? lsum[i] : 0) : 0;
+            }
+        };
+        char* rec = (char*)p.rec + (size_t)it * p.stride;
+        u64* counts = (u64*)(rec + 32);
+        int* next = (int*)(rec + 32 + 8 * k);
+        u64 s[5];
+        sums(threadIdx.x, s);
+        int diff = 0, empty = 0, unfit = 0;
+        for (int c = threadIdx.x; c < k; c += blockDim.x) {
+            const u64 w = s[0];
+            const u64 sj[4] = {s[1], s[2], s[3], s[4]};
+#pragma unroll
+            for (int j = 0; j < 5; j++)
+                if (j <= dim) stot[c * (1 + dim) + j] = s[j];
+            sums(c + blockDim.x, s);
+            if (b0) counts[c] = w;
+            if (c >= p.nfixed && w == 0) empty = 1;
+            const float4 cf = scent[c];
+            const float cx[4] = {cf.x, cf.y, cf.z, cf.w};
+            int x[4] = {0, 0, 0, 0};
+            i64 norm = 0;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                if (j >= dim) break;
+                const int now = (int)cx[j] + p.center[j];
+                const int v = next_coord(p, c, j, w, sj[j], now);
+                if (b0) next[c * dim + j] = v;
+                if (v != now) diff = 1;
+                const i64 xj = (i64)v - p.center[j];
+                if (xj > p.radius || -xj > p.radius) unfit = 1;
+                x[j] = (int)xj;
+                norm += xj * xj;
+            }
+            // the next pass's tables (of no use where the batch stops)
+            scent[c] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)x[3]);
+            if (FAST) put_frag(sfrag + 4 * c, x, norm);
+        }
+        diff = __syncthreads_or(diff);
+        empty = __syncthreads_or(empty);
+        unfit = __syncthreads_or(unfit);
+        bool stop, ends;
+        const u64 flags = rec_flags(p, it, before, inertia, prev, diff, empty, unfit, stop, ends);
+        if (b0) {
+            if (threadIdx.x == 0) {
+                u64* head = (u64*)rec;
+                head[0] = inertia, head[1] = moved, head[2] = flags;
+            }
+            if (stop) {
+                for (int i = threadIdx.x; i < ns; i += blockDim.x) ((u64*)p.acc)[i] = stot[i];
+                if (threadIdx.x == 0) {
+                    scal[0] = inertia, scal[1] = moved, scal[2] = fb;
+                    scal[SCAL_STOP] = 1;
+                    if (ends && p.prof) scal[SCAL_PROF] = 1;
+                }
+            }
+        }
+        if (stop) return;  // the same in every block; always by it = last
+        prev = inertia, before = flags;
         clk.mark(0);
-        grid_sync(bar, target);
+        // ---- 2. the next pass
+        u64* const clear = bufs + (size_t)((it + 1) % 3) * bstride;
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < bstride; i += gridDim.x * blockDim.x) clear[i] = 0;
         clk.mark(1);
-        if (lloyd_stopped(L.kp)) return;  // the same in every block; always by it = last
+        u64* const out = bufs + (size_t)(it % 3) * bstride;
+        const LoopPass lp = {scent, out + LL_SCAL, out, bstat};
         const long long t0 = btimed ? clock64() : 0;
-        if (KIND == 0) fast_body<FMT_P8, 4, true>(L.kp, bstat);
-        if (KIND == 1) fast_body<FMT_P16, 4, true>(L.kp, bstat);
-        if (KIND == 2) small_body<FMT_P8, true>(L.kp);
-        if (KIND == 3) small_body<FMT_P16, true>(L.kp);
+        if (KIND == 0) fast_body<FMT_P8, 4, true>(L.kp, lp);
+        if (KIND == 1) fast_body<FMT_P16, 4, true>(L.kp, lp);
+        if (KIND == 2) small_body<FMT_P8, true>(L.kp, lp);
+        if (KIND == 3) small_body<FMT_P16, true>(L.kp, lp);
         const long long t1 = btimed ? clock64() : 0;
         clk.mark(2);
+        // ---- 3. the barrier
         grid_sync(bar, target);
         clk.mark(3);
         clk.count(4);
+        if (b0) {
+            // the pass's centroids and tables, for what follows the batch:
+            // only now, when no block still reads the first pass's
+            for (int c = threadIdx.x; c < k; c += blockDim.x) {
+                const float4 v = scent[c];
+                ((float4*)p.cent)[c] = v;
+                const float cx[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (j < dim) ((int*)p.cur)[c * dim + j] = (int)cx[j] + p.center[j];
+                if (FAST) ((uint4*)p.frag)[c] = ((const uint4*)sfrag)[c];
+            }
+        }
         if (btimed) {
             const unsigned long long wait = clock64() - t1;
             atomicAdd((unsigned long long*)bstat + BS_SHARE, (unsigned long long)(t1 - t0));
             atomicAdd((unsigned long long*)bstat + BS_WAIT, wait);
-            if (blockIdx.x == 0) atomicAdd((unsigned long long*)waits + min(it, LL_WAITS - 1), wait);
+            if (b0) atomicAdd((unsigned long long*)waits + min(it, LL_WAITS - 1), wait);
         }
     }
 }

@@ -32,7 +32,27 @@ type lloydLoop struct {
 	LP     lloydParams
 	Bar    uint64
 	Phases uint64 // lloydPhases
+	Bufs   uint64 // the passes' scalars and sums, three rotating buffers (loopBufs), zeroed before the launch
+	Psmem  int32  // the pass kernel's shared memory, bytes, a multiple of 16: the loop's follows
+	Pad0   int32
 }
+
+// llScal is LL_SCAL of kernels.cu: the uint64s of a loop kernel's
+// rotating buffer before its sums.
+const llScal = 4
+
+// loopSmem returns the shared memory of a loop kernel whose pass kernel
+// takes smem bytes, for k centroids of dim coordinates, and where in it
+// the loop's own begins: the pass's, rounded up to 16 bytes, then each
+// block's centroids (float4 centres) and running sums.
+func loopSmem(smem, k, dim int) (total, psmem int) {
+	psmem = (smem + 15) &^ 15
+	return psmem + 16*((k+7)/8*8) + 8*k*(1+dim), psmem
+}
+
+// loopBufs is the bytes of a loop kernel's three rotating buffers of a
+// pass's scalars and sums.
+func loopBufs(k, dim int) int { return 3 * 8 * (llScal + k*(1+dim)) }
 
 // lloydPhases, if not 0, is a device buffer of llPhaseSlots uint64s to
 // which the loop kernels add block 0's SM cycles in each phase of their
@@ -46,7 +66,7 @@ var lloydPhases uint64
 
 // llPhaseNames are the phases of lloydPhases' slots, the last slot being
 // the count of passes.
-var llPhaseNames = []string{"next", "next-barrier", "pass", "pass-barrier"}
+var llPhaseNames = []string{"update", "clear", "pass", "pass-barrier"}
 
 const (
 	llPhaseSlots = 5  // LL_PHASES
@@ -88,7 +108,8 @@ const recHead = 32
 
 // batchState holds the device buffers of batched iterations: the
 // centroids of the pass under way and the records, then, where the batch
-// profiles its last labelling (ProfileAhead), kq_profile_f32's output.
+// profiles its last labelling (ProfileAhead), kq_profile_f32's output,
+// then the loop kernel's rotating buffers.
 type batchState struct {
 	dCur, dRec     uint64
 	curCap, recCap int    // bytes
@@ -209,13 +230,15 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 	}
 	bs := s.batch
 	// dRec: the records, then under ProfileAhead kq_profile_f32's output
-	// (pslots u64); all read back
+	// (pslots u64), all read back; then the loop kernel's rotating
+	// buffers, zeroed with them
 	ahead, util := s.ahead != aheadNone, s.ahead == aheadUtility
 	nrec, pslots := stride*steps, 0
 	if ahead {
 		pslots = profSlots(k, util)
 	}
 	back := nrec + 8*pslots
+	zeroed := back + loopBufs(k, dim)
 	if len(bs.recs) < back {
 		bs.recs = make([]byte, back)
 	}
@@ -230,10 +253,10 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		if err := b.grow(&bs.dCur, &bs.curCap, 4*k*dim); err != nil {
 			return err
 		}
-		if err := b.grow(&bs.dRec, &bs.recCap, back); err != nil {
+		if err := b.grow(&bs.dRec, &bs.recCap, zeroed); err != nil {
 			return err
 		}
-		if err := b.memset32(bs.dRec, 0, back/4); err != nil {
+		if err := b.memset32(bs.dRec, 0, zeroed/4); err != nil {
 			return err
 		}
 		if err := b.htod(bs.dCur, unsafe.Pointer(&cent[0]), 4*k*dim); err != nil {
@@ -277,7 +300,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		defer runtime.KeepAlive(lp)
 		rg.End()
 		rg = trace.StartRegion(ctx, "cudakern.batch-launch")
-		looped, err := bs.stepsLoop(b, kernel, s.pass.grid, s.pass.smem, kp, lp)
+		looped, err := bs.stepsLoop(b, kernel, s.pass.grid, s.pass.smem, kp, lp, bs.dRec+uint64(back))
 		if err != nil {
 			return err
 		}
@@ -390,11 +413,15 @@ func finalNext(recs []byte, it, stride int) bool {
 // stepsLoop launches the loop kernel of batch kernel kernel (a grid of
 // grid blocks at most, smem bytes of shared memory each) for the
 // parameters kp and lp, and reports whether it did: not where the device
-// takes no cooperative launch, the kernel has no loop kernel, or
-// KQUANT_CUDA_LLOYD=launch.
-func (bs *batchState) stepsLoop(b *Backend, kernel string, grid, smem int, kp *kparams, lp *lloydParams) (bool, error) {
+// takes no cooperative launch, the kernel has no loop kernel, the loop's
+// shared memory (loopSmem) exceeds the device's, or
+// KQUANT_CUDA_LLOYD=launch. bufs is its rotating buffers (loopBufs
+// bytes), zero.
+func (bs *batchState) stepsLoop(b *Backend, kernel string, grid, smem int, kp *kparams, lp *lloydParams, bufs uint64) (bool, error) {
 	loop, ok := loopKernels[kernel]
-	if !ok || !b.coop || os.Getenv("KQUANT_CUDA_LLOYD") == "launch" {
+	k, dim := int(lp.K), int(lp.Dim)
+	lsmem, psmem := loopSmem(smem, k, dim)
+	if !ok || !b.coop || lsmem > b.smem || os.Getenv("KQUANT_CUDA_LLOYD") == "launch" {
 		return false, nil
 	}
 	if bs.dBar == 0 {
@@ -409,9 +436,9 @@ func (bs *batchState) stepsLoop(b *Backend, kernel string, grid, smem int, kp *k
 	}
 	// the loop kernel may hold fewer blocks at once than the pass kernel;
 	// the blocks split the points anyway
-	grid = b.blocks(loop, smem, grid)
-	ll := &lloydLoop{KP: *kp, LP: *lp, Bar: bs.dBar, Phases: lloydPhases}
-	err := b.launchCoop(loop, grid, 256, smem, unsafe.Pointer(ll), bs.dBar)
+	grid = b.blocks(loop, lsmem, grid)
+	ll := &lloydLoop{KP: *kp, LP: *lp, Bar: bs.dBar, Phases: lloydPhases, Bufs: bufs, Psmem: int32(psmem)}
+	err := b.launchCoop(loop, grid, 256, lsmem, unsafe.Pointer(ll), bs.dBar)
 	runtime.KeepAlive(ll)
 	if err == errCoopTooLarge {
 		return false, nil

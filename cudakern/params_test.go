@@ -64,9 +64,11 @@ func TestParamsLayout(t *testing.T) {
 			unsafe.Sizeof(lp), unsafe.Offsetof(lp.Tol), unsafe.Offsetof(lp.K), unsafe.Offsetof(lp.Center), unsafe.Offsetof(lp.Radius), unsafe.Offsetof(lp.Prof))
 	}
 	var ll lloydLoop
-	if unsafe.Sizeof(ll) != 328 || unsafe.Offsetof(ll.LP) != 184 || unsafe.Offsetof(ll.Bar) != 312 || unsafe.Offsetof(ll.Phases) != 320 {
-		t.Errorf("lloydLoop: size %d, LP at %d, Bar at %d, Phases at %d; want 328, 184, 312, 320",
-			unsafe.Sizeof(ll), unsafe.Offsetof(ll.LP), unsafe.Offsetof(ll.Bar), unsafe.Offsetof(ll.Phases))
+	if unsafe.Sizeof(ll) != 344 || unsafe.Offsetof(ll.LP) != 184 || unsafe.Offsetof(ll.Bar) != 312 ||
+		unsafe.Offsetof(ll.Phases) != 320 || unsafe.Offsetof(ll.Bufs) != 328 || unsafe.Offsetof(ll.Psmem) != 336 {
+		t.Errorf("lloydLoop: size %d, LP at %d, Bar at %d, Phases at %d, Bufs at %d, Psmem at %d; want 344, 184, 312, 320, 328, 336",
+			unsafe.Sizeof(ll), unsafe.Offsetof(ll.LP), unsafe.Offsetof(ll.Bar), unsafe.Offsetof(ll.Phases),
+			unsafe.Offsetof(ll.Bufs), unsafe.Offsetof(ll.Psmem))
 	}
 	var pl ppLoop
 	if unsafe.Sizeof(pl) != 472 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 456 || unsafe.Offsetof(pl.Phases) != 464 {
@@ -667,14 +669,16 @@ func checkDefine(t *testing.T, src []byte, name string, want int) {
 }
 
 // TestBatchConstants: the flags of a batch's records, the scalars of a
-// batch and kq_profile's split agree between kernels.cu and the session.
+// batch, the loop kernels' buffers and kq_profile's split agree between
+// kernels.cu and the session.
 func TestBatchConstants(t *testing.T) {
 	src, err := os.ReadFile("kernels.cu")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]int{"REC_SETTLED": recSettled, "REC_EMPTY": recEmpty, "REC_UNFIT": recUnfit,
-		"REC_DONE": recDone, "REC_FINAL": recFinal, "SCAL_PROF": scalProf, "PROF_SPLIT": profSplit} {
+		"REC_DONE": recDone, "REC_FINAL": recFinal, "SCAL_PROF": scalProf, "PROF_SPLIT": profSplit,
+		"LL_SCAL": llScal, "LL_PHASES": llPhaseSlots, "LL_WAITS": llWaits, "BS_SLOTS": llBlockSlots} {
 		checkDefine(t, src, name, want)
 	}
 	if scalProf >= nscal || scalProf <= 4 || scalProf == 7 { // 0–4 the passes', 7 SCAL_STOP
