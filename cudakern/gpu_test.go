@@ -1304,6 +1304,10 @@ func TestLloydStepsProfile(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			if mode == "launch" {
 				t.Setenv("KQUANT_CUDA_LLOYD", "launch")
+				// batches as long as the loop kernel's (TestLloydStepsLaunched
+				// checks the shorter ones)
+				defer func(old int) { launchFirst = old }(launchFirst)
+				launchFirst = 64
 			}
 			profiled, finals, other := 0, 0, 0
 			for _, c := range []struct {
@@ -1423,6 +1427,49 @@ func TestLloydStepsProfile(t *testing.T) {
 				t.Errorf("batches that profiled a settled pass %d, a final labelling %d, none %d: want each", profiled, finals, other)
 			}
 		})
+	}
+}
+
+// TestLloydStepsLaunched: a batch launched a pass at a time
+// (KQUANT_CUDA_LLOYD=launch) runs launchFirst passes at most where it
+// starts a run, twice the batch before's after that, and they are the
+// host's iterations; so do the batches that carry the run on.
+func TestLloydStepsLaunched(t *testing.T) {
+	b := gpu(t)
+	t.Setenv("KQUANT_CUDA_LLOYD", "launch")
+	colors, counts, _ := UniqueRGB(loadPixels(t, "graf1.png"))
+	pts := colourPoints(colors, counts, "rgb")
+	const k = 100
+	cent := batchStart(pts, k, false)
+	want := hostLloyd(t, pts, cent, 0, 0, nil, 7*launchFirst) // graf1 at k = 100 takes 228
+	if len(want) < 7*launchFirst {
+		t.Fatalf("the host's run settles after %d iterations: too few to check the batches", len(want))
+	}
+	s, err := b.Open(pts, kmeans.SessionOptions{MaxK: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var prev *uint64
+	var got []kmeans.LloydStep
+	for call, most := range []int{launchFirst, 2 * launchFirst, 4 * launchFirst} {
+		recs, err := s.(kmeans.LloydRunner).LloydSteps(context.Background(), cent, 0, 0, prev, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != most {
+			t.Fatalf("batch %d: %d records, want %d", call, len(recs), most)
+		}
+		got = append(got, recs...)
+		last := recs[len(recs)-1]
+		p := last.Inertia
+		prev, cent = &p, last.Next
+	}
+	for i, g := range got {
+		w := want[i]
+		if g.Inertia != w.Inertia || g.Moved != w.Moved || g.Empty != w.Empty || !slices.Equal(g.Counts, w.Counts) || !slices.Equal(g.Next, w.Next) {
+			t.Fatalf("iteration %d differs from the host's: inertia %d/%d moved %d/%d", i, g.Inertia, w.Inertia, g.Moved, w.Moved)
+		}
 	}
 }
 

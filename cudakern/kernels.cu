@@ -77,8 +77,8 @@ static_assert(__builtin_offsetof(Params, sel) == 168, "Params.sel");
 // ---------------------------------------------------------------- helpers
 
 // SCAL_STOP is the scalar that stops a batch of Lloyd passes (kq_lloyd_next
-// sets it; every Assign clears the scalars first): the fast and scalar
-// kernels then do nothing.
+// and the loop kernels set it to the records the batch wrote; every Assign
+// clears the scalars first): the fast and scalar kernels then do nothing.
 #define SCAL_STOP 7
 // SCAL_PROF is the scalar that kq_lloyd_next sets where it stops a batch
 // whose last labelling ends the engine's run (LloydParams.prof): the gate
@@ -1896,7 +1896,7 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
         head[2] = rec_flags(p, it, beforeFlags, inertia, prev, diff, empty, unfit, st, ends);
         stop = st;
         if (st) {
-            scal[SCAL_STOP] = 1;
+            scal[SCAL_STOP] = it + 1;
             if (ends && p.prof) scal[SCAL_PROF] = 1;
         } else {
             scal[0] = scal[1] = scal[2] = 0;
@@ -2094,7 +2094,7 @@ __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
                 for (int i = threadIdx.x; i < ns; i += blockDim.x) ((u64*)p.acc)[i] = stot[i];
                 if (threadIdx.x == 0) {
                     scal[0] = inertia, scal[1] = moved, scal[2] = fb;
-                    scal[SCAL_STOP] = 1;
+                    scal[SCAL_STOP] = it + 1;
                     if (ends && p.prof) scal[SCAL_PROF] = 1;
                 }
             }
@@ -2982,19 +2982,24 @@ static_assert(sizeof(PPLoop) == sizeof(PPParams) + 64, "PPLoop layout");
 // then the count of steps.
 #define PP_PHASES 8
 
+// shfl_xor_w is __shfl_xor_sync of a 32- or 64-bit word.
+__device__ __forceinline__ u32 shfl_xor_w(u32 v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ u64 shfl_xor_w(u64 v, int o) {
+    return ((u64)__shfl_xor_sync(0xffffffffu, (u32)(v >> 32), o) << 32) | __shfl_xor_sync(0xffffffffu, (u32)v, o);
+}
+
 // pp_halve is a round of pp_scatter_sum and the rounds after it: a lane
 // keeps W of its values (the upper W where its lane bit O is set) and adds
 // to them the other lane's W of the same draws.
-template <int W, int O, int MT>
-__device__ __forceinline__ void pp_halve(u64 (&v)[MT], int lane) {
+template <int W, int O, int MT, typename T>
+__device__ __forceinline__ void pp_halve(T (&v)[MT], int lane) {
     if constexpr (W >= 1) {
         const bool up = lane & O;
 #pragma unroll
         for (int i = 0; i < W; i++) {
-            const u64 send = up ? v[i] : v[i + W];
-            const u64 keep = up ? v[i + W] : v[i];
-            v[i] = keep + (((u64)__shfl_xor_sync(0xffffffffu, (u32)(send >> 32), O) << 32) |
-                           __shfl_xor_sync(0xffffffffu, (u32)send, O));
+            const T send = up ? v[i] : v[i + W];
+            const T keep = up ? v[i + W] : v[i];
+            v[i] = keep + shfl_xor_w(send, O);
         }
         pp_halve<W / 2, O / 2, MT>(v, lane);
     }
@@ -3003,42 +3008,52 @@ __device__ __forceinline__ void pp_halve(u64 (&v)[MT], int lane) {
 // pp_scatter_sum sums v[t] over the warp for each t < MT (8 or 32), one
 // sum a lane: lane L returns the sum of v[L / (32/MT)]. A reduce-scatter:
 // each round a lane keeps half its values and adds the other lane's half
-// of them, MT − 1 + log2(32/MT) 64-bit shuffles in all where MT warp sums
-// take 5·MT. v is overwritten.
-template <int MT>
-__device__ __forceinline__ u64 pp_scatter_sum(u64 (&v)[MT]) {
+// of them, MT − 1 + log2(32/MT) shuffles of a word in all where MT warp
+// sums take 5·MT. v is overwritten; T (u32 or u64) must hold the sums.
+template <int MT, typename T>
+__device__ __forceinline__ T pp_scatter_sum(T (&v)[MT]) {
     pp_halve<MT / 2, 16, MT>(v, threadIdx.x & 31);
 #pragma unroll
-    for (int o = 16 / MT; o >= 1; o >>= 1) {
-        v[0] += ((u64)__shfl_xor_sync(0xffffffffu, (u32)(v[0] >> 32), o) << 32) | __shfl_xor_sync(0xffffffffu, (u32)v[0], o);
-    }
+    for (int o = 16 / MT; o >= 1; o >>= 1) v[0] += shfl_xor_w(v[0], o);
     return v[0];
 }
 
-// pp_warp_gains is pp_scatter_sum of the gains v, or 0 at once where no
+// PP_GAIN32 bounds w·D of every lane of a warp whose gains pp_warp_gains
+// sums in 32 bits: 32 gains below 2^27 sum below 2^32.
+#define PP_GAIN32 (1u << 27)
+
+// pp_warp_gains returns pp_scatter_sum of the gains of the warp's points
+// (one a lane: x, its D = di and its weight w) for the draws at ys: for
+// each draw t < MT whose point is nearer to x than D, w·(D − d(x, y_t)),
+// else 0. Where every lane's w·D is below PP_GAIN32 the gains and their
+// sums are 32-bit words (half the shuffles); it returns 0 at once where no
 // lane gains anything for any draw: a draw lowers D only near its point,
 // so after the first steps most groups gain nothing, and their sums skip
-// the shuffles.
+// the shuffles. Without a test of t against p.T: pp_steps parks the
+// points of draws t ≥ p.T far away (PP_FAR), and a point with D = 0
+// (none, beyond the chunk) gains nothing.
 template <int MT>
-__device__ __forceinline__ u64 pp_warp_gains(u64 (&v)[MT]) {
-    u64 any = 0;
+__device__ __forceinline__ u64 pp_warp_gains(const float x[4], u32 di, u32 w, const float (*ys)[4]) {
+    if (__all_sync(0xffffffffu, (u64)w * di < PP_GAIN32)) {
+        u32 v[MT], any = 0;
 #pragma unroll
-    for (int t = 0; t < MT; t++) any |= v[t];
-    if (!__any_sync(0xffffffffu, any != 0)) return 0;
-    return pp_scatter_sum<MT>(v);
-}
-
-// pp_group_gains sets v[t], for each draw t < MT whose point ys[t] is
-// nearer to x than D (= di), to w·(D − d(x, y_t)), else 0. Without a test
-// of t against p.T: pp_steps parks the points of draws t ≥ p.T far away
-// (PP_FAR), and a point with D = 0 (none, beyond the chunk) gains nothing.
-template <int MT>
-__device__ __forceinline__ void pp_group_gains(const float x[4], u32 di, u64 w, const float (*ys)[4], u64 (&v)[MT]) {
+        for (int t = 0; t < MT; t++) {
+            const u32 d = pp_dist(x, ys[t]);
+            v[t] = d < di ? w * (di - d) : 0;
+            any |= v[t];
+        }
+        if (!__any_sync(0xffffffffu, any != 0)) return 0;
+        return pp_scatter_sum<MT>(v);
+    }
+    u64 v[MT], any = 0;
 #pragma unroll
     for (int t = 0; t < MT; t++) {
         const u32 d = pp_dist(x, ys[t]);
-        v[t] = d < di ? w * (di - d) : 0;
+        v[t] = d < di ? (u64)w * (di - d) : 0;
+        any |= v[t];
     }
+    if (!__any_sync(0xffffffffu, any != 0)) return 0;
+    return pp_scatter_sum<MT>(v);
 }
 
 // PP_FAR is the coordinate of pp_steps' parked draws: its squared
@@ -3281,9 +3296,7 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
             for (int h = 0; h < PP_REG; h++) {
                 const int gb = lo + h * 256 + warp * PP_GROUP;  // the warp's group
                 if (gb < hi) {
-                    u64 v[MT];
-                    pp_group_gains<MT>(px[h], pd[h], pw[h], ys, v);
-                    const u64 sum = pp_warp_gains<MT>(v);
+                    const u64 sum = pp_warp_gains<MT>(px[h], pd[h], pw[h], ys);
                     if (tlead && tt < p.T) ggo[(size_t)tt * ng + gb / PP_GROUP] = sum;
                     acc += sum;
                 }
@@ -3291,16 +3304,13 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
             for (int gb = lo + PP_REG * 256 + warp * PP_GROUP; gb < hi; gb += blockDim.x) {
                 const int i = gb + lane;
                 float x[4] = {0, 0, 0, 0};
-                u32 di = 0;
-                u64 w = 0;
+                u32 di = 0, w = 0;
                 if (i < hi) {
                     pp_point(p, i, x);
                     di = D[i];
-                    w = pp_weight(p, i);
+                    w = (u32)pp_weight(p, i);
                 }
-                u64 v[MT];
-                pp_group_gains<MT>(x, di, w, ys, v);
-                const u64 sum = pp_warp_gains<MT>(v);
+                const u64 sum = pp_warp_gains<MT>(x, di, w, ys);
                 if (tlead && tt < p.T) ggo[(size_t)tt * ng + gb / PP_GROUP] = sum;
                 acc += sum;
             }
@@ -3329,11 +3339,11 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
     if (blockIdx.x == 0 && threadIdx.x == 0) st->hi = pcg[0], st->lo = pcg[1];
 }
 
-extern "C" __global__ void __launch_bounds__(256) kq_pp_steps(const PPLoop L) { pp_steps<PP_MAXT>(L); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_pp_steps(const PPLoop L) { pp_steps<PP_MAXT>(L); }
 
 // kq_pp_steps_t8 is kq_pp_steps for at most 8 draws a step (2 + ln k for
 // k < 1097): a quarter of the unrolled gains.
-extern "C" __global__ void __launch_bounds__(256) kq_pp_steps_t8(const PPLoop L) { pp_steps<8>(L); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_pp_steps_t8(const PPLoop L) { pp_steps<8>(L); }
 
 // ------------------------------------------- pruned kernels: wuhong, bounds
 //

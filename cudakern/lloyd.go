@@ -103,6 +103,10 @@ const (
 // gate of the batch's kq_profile_f32.
 const scalProf = 6
 
+// scalStop is SCAL_STOP of kernels.cu: 0 while a batch goes on, then the
+// records it wrote.
+const scalStop = 7
+
 // recHead is the bytes of a record before its counts.
 const recHead = 32
 
@@ -115,7 +119,16 @@ type batchState struct {
 	curCap, recCap int    // bytes
 	recs           []byte // host copy of the records (and of the profile)
 	dBar           uint64 // the loop kernels' grid barrier (launchCoop zeroes it)
+	launched       int    // the passes of the last batch launched a pass at a time
 }
+
+// launchFirst is the most passes of a run's first batch launched a pass at
+// a time (without the loop kernels), each later batch's twice the one
+// before: those launches cost the host a few microseconds each, whether
+// or not the batch stopped before them, and most runs on a reduced set
+// settle within a few passes. The loop kernels stop where a pass settles,
+// and take every pass the engine asks for. (A variable for tests.)
+var launchFirst = 8
 
 // errLloydStepwise is LloydSteps' answer when KQUANT_CUDA_LLOYD=step asks
 // for an Assign a pass (benchmarks compare the two).
@@ -169,10 +182,12 @@ func (s *session) batchKernel(cent []int32) (string, error) {
 // LloydSteps implements kmeans.LloydRunner: the first pass as Assign's,
 // then each later one after kq_lloyd_next (the update, the convergence
 // test and the next pass's tables on the device), all in one job on the
-// context's thread, and one read-back of the records. Where the device
-// takes cooperative launches, one launch of the batch kernel's loop kernel
-// makes all passes after the first, with grid barriers between the update
-// and the pass (stepsLoop); else the two kernels are launched a pass.
+// context's thread, and a read-back of the records the batch wrote (their
+// count first, with the scalars and sums). Where the device takes
+// cooperative launches, one launch of the batch kernel's loop kernel makes
+// all passes after the first, with grid barriers between the update and
+// the pass (stepsLoop), and stops where a pass settles; else the two
+// kernels are launched a pass, up to launchFirst at a run's first batch.
 // KQUANT_CUDA_LLOYD=step makes it decline, and =launch launches a pass's
 // kernels, for comparisons.
 //
@@ -182,7 +197,7 @@ func (s *session) batchKernel(cent []int32) (string, error) {
 // centroids did not move and that left no cluster empty), it sets
 // SCAL_PROF, and leaves the pass's float4 centres and the labels as that
 // labelling's; kq_profile_f32, launched after the passes on those centres
-// and labels and gated on SCAL_PROF, writes its sums after the records,
+// and labels and gated on SCAL_PROF, writes its sums before the records,
 // and they come back with the records in one read-back. The inertia alone
 // takes one distance a point (the labelled centroid's), the utility a scan
 // of every centroid for the second-nearest; fp32 is exact there, since
@@ -229,20 +244,22 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		s.batch = &batchState{}
 	}
 	bs := s.batch
-	// dRec: the records, then under ProfileAhead kq_profile_f32's output
-	// (pslots u64), all read back; then the loop kernel's rotating
-	// buffers, zeroed with them
+	// dRec: under ProfileAhead kq_profile_f32's output (pslots u64), then
+	// the records, read back as far as the batch wrote them (SCAL_STOP,
+	// read first), so that a batch may ask for many passes; then the loop
+	// kernel's rotating buffers, zeroed with them
 	ahead, util := s.ahead != aheadNone, s.ahead == aheadUtility
-	nrec, pslots := stride*steps, 0
+	pslots := 0
 	if ahead {
 		pslots = profSlots(k, util)
 	}
-	back := nrec + 8*pslots
+	head := 8 * pslots
+	back := head + stride*steps
 	zeroed := back + loopBufs(k, dim)
 	if len(bs.recs) < back {
 		bs.recs = make([]byte, back)
 	}
-	recs, prof := bs.recs[:nrec], bs.recs[nrec:back]
+	ran := 0 // records written
 	err = s.b.w.doIter(func() error {
 		b := s.b
 		if ahead {
@@ -280,7 +297,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		}
 		lp := &lloydParams{
 			Acc: s.dAcc + 8*nscal, Scal: s.dAcc, Frag: s.pass.p.Frag, Cent: s.pass.p.Cent,
-			Cur: bs.dCur, Rec: bs.dRec, Tol: tol,
+			Cur: bs.dCur, Rec: bs.dRec + uint64(head), Tol: tol,
 			K: int32(k), Kpad: int32((k + 7) / 8 * 8), Dim: int32(dim), Nfixed: int32(nfixed),
 			Last: int32(steps - 1), Stride: int32(stride), Radius: L.radius,
 		}
@@ -304,6 +321,15 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		if err != nil {
 			return err
 		}
+		if !looped {
+			if prev == nil {
+				bs.launched = launchFirst
+			} else {
+				bs.launched = max(launchFirst, min(2*bs.launched, steps))
+			}
+			steps = min(steps, bs.launched)
+			lp.Last = int32(steps - 1)
+		}
 		for it := 0; it < steps && !looped; it++ {
 			lp.It = int32(it) // the launch copies the parameters
 			if err := b.launch(kLloydNext, 1, 256, 0, unsafe.Pointer(lp)); err != nil {
@@ -321,23 +347,28 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 			// last, on its centres and labels, where kq_lloyd_next set
 			// SCAL_PROF
 			rg = trace.StartRegion(ctx, "cudakern.batch-profile")
-			if err := s.profileLaunch(kProfileF32, kp.Cent, bs.dRec+uint64(nrec), s.dAcc+8*scalProf, k, util, true); err != nil {
+			if err := s.profileLaunch(kProfileF32, kp.Cent, bs.dRec, s.dAcc+8*scalProf, k, util, true); err != nil {
 				return err
 			}
 			rg.End()
 		}
 		rg = trace.StartRegion(ctx, "cudakern.batch-wait")
-		if err := b.dtoh(unsafe.Pointer(&bs.recs[0]), bs.dRec, back); err != nil {
+		if err := b.dtoh(unsafe.Pointer(&acc[0]), s.dAcc, 8*len(acc)); err != nil {
 			return err
 		}
-		return b.dtoh(unsafe.Pointer(&acc[0]), s.dAcc, 8*len(acc))
+		if acc[scalStop] == 0 || acc[scalStop] > uint64(steps) {
+			return fmt.Errorf("cudakern: a batch of %d passes says it wrote %d records", steps, acc[scalStop])
+		}
+		ran = int(acc[scalStop])
+		return b.dtoh(unsafe.Pointer(&bs.recs[0]), bs.dRec, head+stride*ran)
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]kmeans.LloydStep, 0, steps)
+	prof, recs := bs.recs[:head], bs.recs[head:head+stride*ran]
+	out := make([]kmeans.LloydStep, 0, ran)
 	last := cent
-	for it := range steps {
+	for it := range ran {
 		r := recs[it*stride : (it+1)*stride]
 		flags := binary.LittleEndian.Uint64(r[16:])
 		if flags&recDone == 0 {

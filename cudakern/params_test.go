@@ -677,11 +677,11 @@ func TestBatchConstants(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]int{"REC_SETTLED": recSettled, "REC_EMPTY": recEmpty, "REC_UNFIT": recUnfit,
-		"REC_DONE": recDone, "REC_FINAL": recFinal, "SCAL_PROF": scalProf, "PROF_SPLIT": profSplit,
+		"REC_DONE": recDone, "REC_FINAL": recFinal, "SCAL_PROF": scalProf, "SCAL_STOP": scalStop, "PROF_SPLIT": profSplit,
 		"LL_SCAL": llScal, "LL_PHASES": llPhaseSlots, "LL_WAITS": llWaits, "BS_SLOTS": llBlockSlots} {
 		checkDefine(t, src, name, want)
 	}
-	if scalProf >= nscal || scalProf <= 4 || scalProf == 7 { // 0–4 the passes', 7 SCAL_STOP
+	if scalProf >= nscal || scalProf <= 4 || scalProf == scalStop { // 0–4 the passes'
 		t.Errorf("SCAL_PROF = %d: not a spare scalar of %d", scalProf, nscal)
 	}
 }

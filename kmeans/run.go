@@ -590,7 +590,6 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 	var prevInertia uint64
 	lr, batched := sg.sess.(LloydRunner)
 	var steps []LloydStep // iterations a LloydRunner ran, not yet taken
-	batch := lloydBatchFirst
 	for it := 0; ; it++ {
 		if batched && len(steps) == 0 {
 			var prev *uint64
@@ -599,9 +598,8 @@ func (r *runner) lloyd(ctx context.Context, sg stage, start int, cent []int32) (
 			}
 			var err error
 			rg := trace.StartRegion(ctx, "kmeans.lloyd-steps")
-			steps, err = lr.LloydSteps(ctx, cent, nfixed, sg.tol, prev, min(batch, cfg.MaxIter-it))
+			steps, err = lr.LloydSteps(ctx, cent, nfixed, sg.tol, prev, min(lloydBatch, cfg.MaxIter-it))
 			rg.End()
-			batch = min(2*batch, lloydBatch)
 			switch {
 			case errors.Is(err, ErrLloydUnsupported):
 				batched = false
@@ -739,14 +737,10 @@ func (r *runner) fill(sg stage, next []int32, empty []int) error {
 	return nil
 }
 
-// A LloydRunner's first call of a run takes lloydBatchFirst iterations,
-// each later one twice as many as the one before, up to lloydBatch: most
-// runs on a reduced set settle within a few iterations, and a device that
-// queues iterations past the one that settles pays for each, if little.
-const (
-	lloydBatchFirst = 8
-	lloydBatch      = 64
-)
+// lloydBatch is the most iterations of a LloydRunner's call. A runner that
+// stops by itself where an iteration settles pays nothing for the ones it
+// did not run; one that would pay for them may run fewer (LloydRunner).
+const lloydBatch = 64
 
 // roundDiv returns s/w rounded to the nearest integer, halves up.
 func roundDiv(s int64, w uint64) int32 {
