@@ -1244,7 +1244,10 @@ func buildPassScale(n, workers int) float64 {
 // fewer at large k), of the relative gap (√d₂ − √d₁)/√d₁ between a
 // point's distances to its nearest and second-nearest centroid of cent; 0
 // when there are too few points or centroids to tell.
-func sampleGap(pts *Points, cent []int32) float64 {
+func sampleGap(pts *Points, cent []int32) float64 { return sampleGapAt(pts, cent, 0.5) }
+
+// sampleGapAt is sampleGap at the quantile q of the sample's gaps.
+func sampleGapAt(pts *Points, cent []int32, q float64) float64 {
 	n, dim := pts.Len(), pts.Dim
 	k := len(cent) / dim
 	m := min(512, max(16, 65536/max(k, 1)), n)
@@ -1270,7 +1273,7 @@ func sampleGap(pts *Points, cent []int32) float64 {
 		gaps = append(gaps, (math.Sqrt(float64(d2))-math.Sqrt(float64(d1)))/math.Sqrt(float64(d1)+1))
 	}
 	slices.Sort(gaps)
-	return gaps[len(gaps)/2]
+	return gaps[min(int(q*float64(len(gaps))), len(gaps)-1)]
 }
 
 // boundsShare estimates the share of the k centroids whose distances the
@@ -1323,6 +1326,26 @@ const autoTreeSureDim = refineTreeDim
 // bounds' whole run 8–13 ms at σ² = 0.001, where the tree's passes are
 // the cheapest, and the tree's 12–14 with its build).
 const treeStartPasses = 2
+
+// Above treeGapDim, up to autoTreeDim, a session that would start on the
+// kd-tree without a probe (treeStartPasses) starts on it only where the
+// upper quartile of the sample's gaps at its first pass's centroids
+// (sampleGapAt, q = 3/4) is treeGapMin or more; else on the model's
+// choice, without the tree's build, and the tree is no candidate. The
+// median gap does not tell: random starts put several centroids in one
+// cluster and leave others without, and the median falls on those. On
+// the 2-core VM (the seeds' sets, n = 30 000, k = 32, random starts,
+// seeds 1–5), d = 8: the quartile 2.0–4.9 at σ² = 0.001 and 1.2–2.3 at
+// 0.003, where the tree's passes took 0.33 and 0.49 of the bounds', and
+// 0.56–0.89 at σ² = 0.01, ≤ 0.30 at 0.05 and 1, where they took 1.21,
+// 1.14 and 1.05 (and the H100 host's 16 threads lost the build, 1.45
+// Lloyd passes, at σ² = 0.01: Auto 1.19 times the best). At d = 6 and 4
+// the tree's passes won at every σ² (0.33–0.79 of the bounds'), so there
+// the tree starts whatever the gaps.
+const (
+	treeGapDim = 6
+	treeGapMin = 1.0
+)
 
 // The kd-tree above autoTreeDim: its boxes still separate clusters that
 // are tight against their distances (bench/README.md: d = 32, σ² = 0.001,
@@ -1642,6 +1665,7 @@ type autoSession struct {
 	ppStale bool // a Rebase went by while pp was not the current session
 	trStale bool // or while the tree was not
 	probe   bool // the first pass probes the kd-tree (treeProbe)
+	gapTree bool // the first pass starts on the kd-tree if the gaps say so (treeGapMin)
 	total   uint64
 	a, b    []int32 // label buffers for a switch
 	passes  int
@@ -1707,6 +1731,12 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 	probeFew := dim > autoTreeSureDim && !opt.Refining && n >= treeProbeMin &&
 		treeBuildShare(n, max(opt.MaxK, 1))*buildPassScale(n, workers) > treeStartPasses
 	switch {
+	case opt.Update == UpdateAuto && dim > treeGapDim && dim <= autoTreeDim && !probeFew && !opt.Refining && n >= treeProbeMin:
+		// the model's choice, until the first pass's gaps say the tree
+		// (treeGapMin)
+		start = ""
+		why = fmt.Sprintf("dimension %d: ", dim)
+		s.gapTree = true
 	case opt.Update == UpdateAuto && dim <= autoTreeDim && !probeFew:
 		cands = append([]Algorithm{KDTree}, cands...)
 		start = KDTree
@@ -1772,7 +1802,7 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 	// once the probe has decided, at its first pass: where the probe
 	// takes the tree, the per-point session (its labels and bounds, whose
 	// memory's first touch is Auto's setup) is not opened at all.
-	if !s.probe {
+	if !s.probe && !s.gapTree {
 		if err := s.use(s.hy.Current()); err != nil {
 			return nil, err
 		}
@@ -1882,6 +1912,23 @@ func (s *autoSession) probeTree(centroids []int32) {
 	}
 }
 
+// gapStart decides, before the first pass of a session that would start
+// on the kd-tree in treeGapDim < d ≤ autoTreeDim, between the tree and the
+// model's choice by the upper quartile of the sample's gaps at the pass's
+// centroids (treeGapMin).
+func (s *autoSession) gapStart(centroids []int32) {
+	s.gapTree = false
+	h := s.hy
+	g := sampleGapAt(s.pts, centroids, 0.75)
+	if g >= treeGapMin {
+		h.why = []string{fmt.Sprintf("%s: dimension %d ≤ %d, the sample's gaps' upper quartile %.2f ≥ %.2f (clusters tight enough for its boxes): the kd-tree's filtering assigns whole boxes, far fewer tests than n·k distances; its passes are measured", KDTree, s.pts.Dim, autoTreeDim, g, treeGapMin)}
+		h.cur = KDTree
+		h.cands = append([]Algorithm{KDTree}, h.cands...)
+		return
+	}
+	h.why[0] += fmt.Sprintf("; the sample's gaps' upper quartile %.2f < %.2f: clusters too loose for the kd-tree's boxes to beat the model's choice", g, treeGapMin)
+}
+
 // boundsAtShare returns the bounds' steady pass at k centroids in Lloyd
 // passes where they search the share of the centroids for every point
 // (boundsShare): a distance of theirs as dear as Lloyd's unless this
@@ -1959,6 +2006,11 @@ func (s *autoSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 	if first && s.probe {
 		t := time.Now()
 		s.probeTree(centroids)
+		s.setup += time.Since(t)
+	}
+	if first && s.gapTree {
+		t := time.Now()
+		s.gapStart(centroids)
 		s.setup += time.Since(t)
 	}
 	want := s.hy.Current()

@@ -113,7 +113,7 @@ func TestAutoProbesTreeInFewDims(t *testing.T) {
 		whyPattern      string
 	}{
 		{30000, 3, 16, 0.05, 0, true, "kdtree: dimension 3 ≤ 8"},
-		{30000, 8, 2, 1.2, 0, true, "kdtree: dimension 8 ≤ 8"},
+		{30000, 8, 2, 1.2, 0, false, "the sample's gaps' upper quartile"}, // σ² = 0.01: treeGapMin
 		{30000, 8, 16, 0.05, 1, true, "kdtree: dimension 8: a kd-tree pass over a sample took 0.05"},
 		{30000, 8, 16, 1.2, 1, false, "a kd-tree pass over a sample took 1.20"},
 		{treeProbeMin / 2, 8, 16, 1.2, 0, true, "kdtree: dimension 8 ≤ 8"},
@@ -798,6 +798,41 @@ func TestAutoTreeAgainstGapPricedBounds(t *testing.T) {
 		}
 		if d := sameModel(m, want); d != "" {
 			t.Errorf("σ² = %g: %s", tc.sigma2, d)
+		}
+	}
+}
+
+// TestAutoTreeStartByGaps: in 8 dimensions, on the seeds' sets at k = 32
+// from random starts, Auto starts on the kd-tree where the clusters are
+// tight (σ² = 0.001, the upper quartile of the gaps 2.0–4.9, the tree's
+// passes a third of the bounds') and on the model's choice where they are
+// not (σ² = 0.01 and 1: ≤ 0.9, the tree's passes dearer than the
+// bounds'), with the labels and centroids of Lloyd either way.
+func TestAutoTreeStartByGaps(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	for _, tc := range []struct {
+		sigma2 float64
+		tree   bool
+	}{{0.001, true}, {0.01, false}, {1, false}} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			p := Synthetic(30000, 8, 32, tc.sigma2, seed)
+			start := randomStart(p, 32, seed)
+			cfg := Config{K: 32, Init: InitGiven, Centroids: start, MaxIter: 5, Tol: -1, Workers: 2, Algorithm: Lloyd}
+			want, err := Run(context.Background(), p, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Algorithm = Auto
+			m, err := Run(context.Background(), p, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.HasPrefix(m.Why, "kdtree: "); got != tc.tree || !strings.Contains(m.Why, "gaps' upper quartile") {
+				t.Errorf("σ² = %g, seed %d: %s", tc.sigma2, seed, m.Why)
+			}
+			if d := sameModel(m, want); d != "" {
+				t.Errorf("σ² = %g, seed %d: %s", tc.sigma2, seed, d)
+			}
 		}
 	}
 }
