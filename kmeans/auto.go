@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kquant/kquant/internal/par"
 )
 
 // A Chooser is a Session that chose its algorithm itself (Auto): Choice
@@ -1244,37 +1246,53 @@ func buildPassScale(n, workers int) float64 {
 // fewer at large k), of the relative gap (√d₂ − √d₁)/√d₁ between a
 // point's distances to its nearest and second-nearest centroid of cent; 0
 // when there are too few points or centroids to tell.
-func sampleGap(pts *Points, cent []int32) float64 { return sampleGapAt(pts, cent, 0.5) }
+func sampleGap(pts *Points, cent []int32) float64 { return sampleGapAt(pts, cent, 0.5, 1) }
 
-// sampleGapAt is sampleGap at the quantile q of the sample's gaps.
-func sampleGapAt(pts *Points, cent []int32, q float64) float64 {
+// sampleGapAt is sampleGap at the quantile q of the sample's gaps, the
+// sample shared out over up to workers goroutines (pieces of gapPiece
+// points). It is on the critical path of gapStart: on one thread of the
+// 2-core VM its scan of 512 points against 32 centroids in 8 dimensions
+// took 150 µs (115 µs with the distances cut short at the second
+// nearest's), where the H100 host's runs at σ² = 0.001 came out 6 %
+// slower (Auto 1.03 → 1.09 times the best, session 19).
+func sampleGapAt(pts *Points, cent []int32, q float64, workers int) float64 {
 	n, dim := pts.Len(), pts.Dim
 	k := len(cent) / dim
 	m := min(512, max(16, 65536/max(k, 1)), n)
 	if k < 2 || m < 16 {
 		return 0
 	}
-	gaps := make([]float64, 0, m)
-	for i := 0; i < n && len(gaps) < m; i += n / m {
-		x := pts.At(i)
-		d1, d2 := int64(math.MaxInt64), int64(math.MaxInt64)
-		for c := range k {
-			var s int64
-			for j, v := range x {
-				e := int64(v) - int64(cent[c*dim+j])
-				s += e * e
+	step := n / m // the points 0, step, …, (m−1)·step
+	gaps := make([]float64, m)
+	par.Ranges(workers, m, gapPiece, func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			x := pts.At(s * step)
+			d1, d2 := int64(math.MaxInt64), int64(math.MaxInt64)
+			for c := range k {
+				y := cent[c*dim : (c+1)*dim : (c+1)*dim]
+				y = y[:len(x)]
+				var d int64
+				for j, v := range x {
+					e := int64(v) - int64(y[j])
+					if d += e * e; d >= d2 {
+						break // neither of the two nearest
+					}
+				}
+				if d < d1 {
+					d1, d2 = d, d1
+				} else if d < d2 {
+					d2 = d
+				}
 			}
-			if s < d1 {
-				d1, d2 = s, d1
-			} else if s < d2 {
-				d2 = s
-			}
+			gaps[s] = (math.Sqrt(float64(d2)) - math.Sqrt(float64(d1))) / math.Sqrt(float64(d1)+1)
 		}
-		gaps = append(gaps, (math.Sqrt(float64(d2))-math.Sqrt(float64(d1)))/math.Sqrt(float64(d1)+1))
-	}
+	})
 	slices.Sort(gaps)
 	return gaps[min(int(q*float64(len(gaps))), len(gaps)-1)]
 }
+
+// gapPiece is the fewest sample points of a piece of sampleGapAt's scan.
+const gapPiece = 32
 
 // boundsShare estimates the share of the k centroids whose distances the
 // bounds compute for a point in steady passes, from sampleGap's median
@@ -1923,7 +1941,7 @@ func (s *autoSession) probeTree(centroids []int32) {
 func (s *autoSession) gapStart(centroids []int32) {
 	s.gapTree = false
 	h := s.hy
-	g := sampleGapAt(s.pts, centroids, 0.75)
+	g := sampleGapAt(s.pts, centroids, 0.75, s.workers)
 	if g >= treeGapMin {
 		h.why = []string{fmt.Sprintf("%s: dimension %d ≤ %d, the sample's gaps' upper quartile %.2f ≥ %.2f (clusters tight enough for its boxes): the kd-tree's filtering assigns whole boxes, far fewer tests than n·k distances; its passes are measured", KDTree, s.pts.Dim, autoTreeDim, g, treeGapMin)}
 		h.cur = KDTree
