@@ -1348,8 +1348,9 @@ const treeStartPasses = 2
 // Above treeGapDim, up to autoTreeDim, a session that would start on the
 // kd-tree without a probe (treeStartPasses) starts on it only where the
 // upper quartile of the sample's gaps at its first pass's centroids
-// (sampleGapAt, q = 3/4) is treeGapMin or more; else on the model's
-// choice, without the tree's build, and the tree is no candidate. The
+// (sampleGapAt, q = 3/4) is treeGapMin or more, or below treeGapLoose;
+// in between on the model's choice, without the tree's build, and the tree
+// is no candidate. The
 // median gap does not tell: random starts put several centroids in one
 // cluster and leave others without, and the median falls on those. On
 // the 2-core VM (the seeds' sets, n = 30 000, k = 32, random starts,
@@ -1361,12 +1362,18 @@ const treeStartPasses = 2
 // start (kquant bench --preset fig5 --d 8 -k 32) gives 5.41, 1.15, 0.33
 // and 0.24 at σ² = 0.001, 0.01, 0.05 and 1: hence 1.5, between the tight
 // sets' least and the loose ones' most (σ² = 0.003, 1.2–2.3, falls on
-// either side; its tree's passes won by less). At d = 6 and 4
+// either side; its tree's passes won by less). Below treeGapLoose the
+// clusters overlap so much that the bounds prune little too: on the H100
+// host's 16 threads the tree was the best single algorithm at σ² = 1
+// (1.26 ms a pass against the bounds' 1.5; session 19), and within 6 % of
+// the best at 0.05, so there the tree starts as well: 0.45, between the
+// loose sets' most (0.33) and σ² = 0.01's least (0.56). At d = 6 and 4
 // the tree's passes won at every σ² (0.33–0.79 of the bounds'), so there
 // the tree starts whatever the gaps.
 const (
-	treeGapDim = 6
-	treeGapMin = 1.5
+	treeGapDim   = 6
+	treeGapMin   = 1.5
+	treeGapLoose = 0.45
 )
 
 // The kd-tree above autoTreeDim: its boxes still separate clusters that
@@ -1942,13 +1949,17 @@ func (s *autoSession) gapStart(centroids []int32) {
 	s.gapTree = false
 	h := s.hy
 	g := sampleGapAt(s.pts, centroids, 0.75, s.workers)
-	if g >= treeGapMin {
+	switch {
+	case g >= treeGapMin:
 		h.why = []string{fmt.Sprintf("%s: dimension %d ≤ %d, the sample's gaps' upper quartile %.2f ≥ %.2f (clusters tight enough for its boxes): the kd-tree's filtering assigns whole boxes, far fewer tests than n·k distances; its passes are measured", KDTree, s.pts.Dim, autoTreeDim, g, treeGapMin)}
-		h.cur = KDTree
-		h.cands = append([]Algorithm{KDTree}, h.cands...)
+	case g < treeGapLoose:
+		h.why = []string{fmt.Sprintf("%s: dimension %d ≤ %d, the sample's gaps' upper quartile %.2f < %.2f (clusters so loose that the bounds prune little): the kd-tree's filtering still splits the space; its passes are measured", KDTree, s.pts.Dim, autoTreeDim, g, treeGapLoose)}
+	default:
+		h.why[0] += fmt.Sprintf("; the sample's gaps' upper quartile %.2f in [%.2f, %.2f): clusters too loose for the kd-tree's boxes to beat the model's choice, tight enough for its pruning", g, treeGapLoose, treeGapMin)
 		return
 	}
-	h.why[0] += fmt.Sprintf("; the sample's gaps' upper quartile %.2f < %.2f: clusters too loose for the kd-tree's boxes to beat the model's choice", g, treeGapMin)
+	h.cur = KDTree
+	h.cands = append([]Algorithm{KDTree}, h.cands...)
 }
 
 // boundsAtShare returns the bounds' steady pass at k centroids in Lloyd
