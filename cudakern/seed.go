@@ -463,6 +463,10 @@ func (s *session) SeedSteps(pcg kmeans.PCGState, trials, steps int) ([]int, uint
 	if err != nil {
 		return nil, 0, pcg, err
 	}
+	// Lloyd's passes follow: a worker that parked after this job (whose
+	// caller waited past spinWait) wakes now, beside the engine's work
+	// between the two (80 µs from runnable to running on the H100 host)
+	s.b.w.poke()
 	head := (*ppStream)(unsafe.Pointer(&buf[0]))
 	n := int(head.Step)
 	if n < 0 || n > steps {
