@@ -1350,9 +1350,9 @@ const treeStartPasses = 2
 // upper quartile of the sample's gaps at its first pass's centroids
 // (sampleGapAt, q = 3/4) is treeGapMin or more, or below treeGapLoose;
 // in between on the model's choice, without the tree's build, and the tree
-// is no candidate. The
-// median gap does not tell: random starts put several centroids in one
-// cluster and leave others without, and the median falls on those. On
+// is no candidate. The median gap does not tell: random starts put several
+// centroids in one cluster and leave others without, and the median falls
+// on those. On
 // the 2-core VM (the seeds' sets, n = 30 000, k = 32, random starts,
 // seeds 1–5), d = 8: the quartile 2.0–4.9 at σ² = 0.001 and 1.2–2.3 at
 // 0.003, where the tree's passes took 0.33 and 0.49 of the bounds', and
@@ -1694,7 +1694,7 @@ type autoSession struct {
 	ppStale bool // a Rebase went by while pp was not the current session
 	trStale bool // or while the tree was not
 	probe   bool // the first pass probes the kd-tree (treeProbe)
-	gapTree bool // the first pass starts on the kd-tree if the gaps say so (treeGapMin)
+	gapTree bool // the first pass starts on the kd-tree if the gaps say so (treeGapMin, treeGapLoose)
 	total   uint64
 	a, b    []int32 // label buffers for a switch
 	passes  int
@@ -1762,7 +1762,7 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 	switch {
 	case opt.Update == UpdateAuto && dim > treeGapDim && dim <= autoTreeDim && !probeFew && !opt.Refining && n >= treeProbeMin:
 		// the model's choice, until the first pass's gaps say the tree
-		// (treeGapMin)
+		// (treeGapMin, treeGapLoose)
 		start = ""
 		why = fmt.Sprintf("dimension %d: ", dim)
 		s.gapTree = true
@@ -1944,7 +1944,7 @@ func (s *autoSession) probeTree(centroids []int32) {
 // gapStart decides, before the first pass of a session that would start
 // on the kd-tree in treeGapDim < d ≤ autoTreeDim, between the tree and the
 // model's choice by the upper quartile of the sample's gaps at the pass's
-// centroids (treeGapMin).
+// centroids (treeGapMin, treeGapLoose).
 func (s *autoSession) gapStart(centroids []int32) {
 	s.gapTree = false
 	h := s.hy
@@ -1955,7 +1955,7 @@ func (s *autoSession) gapStart(centroids []int32) {
 	case g < treeGapLoose:
 		h.why = []string{fmt.Sprintf("%s: dimension %d ≤ %d, the sample's gaps' upper quartile %.2f < %.2f (clusters so loose that the bounds prune little): the kd-tree's filtering still splits the space; its passes are measured", KDTree, s.pts.Dim, autoTreeDim, g, treeGapLoose)}
 	default:
-		h.why[0] += fmt.Sprintf("; the sample's gaps' upper quartile %.2f in [%.2f, %.2f): clusters too loose for the kd-tree's boxes to beat the model's choice, tight enough for its pruning", g, treeGapLoose, treeGapMin)
+		h.why[0] += fmt.Sprintf("; the sample's gaps' upper quartile %.2f in [%.2f, %.2f): clusters too loose for the kd-tree's boxes to beat the model's choice, and tight enough for its pruning", g, treeGapLoose, treeGapMin)
 		return
 	}
 	h.cur = KDTree
