@@ -245,9 +245,10 @@ func TestStagedOpen(t *testing.T) {
 }
 
 // TestLabelsWiden: 16-bit labels widened on the device (up to wideMax
-// points) and on the host are the CPU's labels, for an odd number of
-// points (the device widens two a thread) and labels above 32767, and
-// Labels writes nothing past the points.
+// points; read back through the page-locked staging, or straight into
+// dst while another holds it) and on the host are the CPU's labels, for
+// an odd number of points (the device widens two a thread) and labels
+// above 32767, and Labels writes nothing past the points.
 func TestLabelsWiden(t *testing.T) {
 	g := gpu(t)
 	colors, counts, _ := UniqueRGB(loadPixels(t, "home.jpg"))
@@ -281,7 +282,11 @@ func TestLabelsWiden(t *testing.T) {
 		if k > 256 && slices.Max(want) <= 32767 {
 			t.Fatalf("k = %d: no label above 32767 to test", k)
 		}
-		for _, m := range []int{1 << 22, 0} {
+		for _, c := range []struct {
+			m    int
+			busy bool // the staging held by another
+		}{{1 << 22, false}, {1 << 22, true}, {0, false}} {
+			m := c.m
 			wideMax = m
 			if gs.(*session).label32 {
 				t.Fatalf("k = %d: 32-bit labels on the device", k)
@@ -290,7 +295,14 @@ func TestLabelsWiden(t *testing.T) {
 			for i := range got {
 				got[i] = -7
 			}
-			if err := gs.Labels(got); err != nil {
+			if c.busy {
+				g.stage.mu.Lock()
+			}
+			err := gs.Labels(got)
+			if c.busy {
+				g.stage.mu.Unlock()
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			if i := slices.IndexFunc(got[n:], func(v int32) bool { return v != -7 }); i >= 0 {

@@ -6,13 +6,14 @@ import (
 )
 
 // hostStage is page-locked host memory, kept by the Backend, that Open
-// packs a session's point words and weights into and uploads them from.
-// From Go memory, cuMemcpyHtoD copies through a staging buffer of the
-// driver's, and the words' fresh Go buffer is zeroed and faulted in at
-// every Open; on the H100 host of bench/cuda/NOTES.md (round 17) that was
-// half of a plain run's Open on graf1's 232 k colours (packing 0.47 ms,
-// the upload 0.54). One Open at a time uses it; another, meanwhile, packs
-// into Go memory as before.
+// packs a session's point words and weights into and uploads them from,
+// and that Labels reads the labels back into. From Go memory,
+// cuMemcpyHtoD copies through a staging buffer of the driver's, and the
+// words' fresh Go buffer is zeroed and faulted in at every Open; on the
+// H100 host of bench/cuda/NOTES.md (round 17) that was half of a plain
+// run's Open on graf1's 232 k colours (packing 0.47 ms, the upload 0.54).
+// One Open or Labels at a time uses it; another, meanwhile, goes through
+// Go memory as before.
 type hostStage struct {
 	mu     sync.Mutex
 	p      unsafe.Pointer // from cuMemHostAlloc, or nil
