@@ -14,6 +14,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -149,13 +150,18 @@ func TestReduceKDWorkersAndShape(t *testing.T) {
 }
 
 // BenchmarkReduceKD: the reduced set of 232 000 clustered colour-like
-// points (graf1.png's count) into 32768 parts, on one and two goroutines;
-// then of the distinct colours of sample images (RGB, as imgio gives
-// them: ascending), where they are found.
+// points (graf1.png's count) into 32768 parts, on one and two goroutines
+// and on all the machine's threads where it has more; then of the
+// distinct colours of sample images (RGB, as imgio gives them:
+// ascending), where they are found.
 func BenchmarkReduceKD(b *testing.B) {
 	p := randomPoints(7, 232000, 3, 2040)
 	plo, phi := p.Bounds()
-	for _, w := range []int{1, 2} {
+	workers := []int{1, 2}
+	if n := runtime.GOMAXPROCS(0); n > 2 {
+		workers = append(workers, n)
+	}
+	for _, w := range workers {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
@@ -172,7 +178,7 @@ func BenchmarkReduceKD(b *testing.B) {
 			continue
 		}
 		plo, phi := p.Bounds()
-		for _, w := range []int{1, 2} {
+		for _, w := range workers {
 			b.Run(fmt.Sprintf("%s/workers=%d", name, w), func(b *testing.B) {
 				b.ReportAllocs()
 				for range b.N {
