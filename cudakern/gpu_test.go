@@ -1254,7 +1254,7 @@ func TestLloydSteps(t *testing.T) {
 		}
 		for i := range min(len(got), len(want)) {
 			g, w := got[i], want[i]
-			if g.Inertia != w.Inertia || g.Moved != w.Moved || g.Empty != w.Empty || !slices.Equal(g.Counts, w.Counts) || !slices.Equal(g.Next, w.Next) {
+			if !sameStep(g, w) {
 				t.Errorf("%s %s k=%d: iteration %d differs: inertia %d/%d moved %d/%d empty %v/%v", c.name, c.space, c.k, i, g.Inertia, w.Inertia, g.Moved, w.Moved, g.Empty, w.Empty)
 				break
 			}
@@ -1442,6 +1442,12 @@ func TestLloydStepsProfile(t *testing.T) {
 	}
 }
 
+// sameStep reports whether two records of an iteration agree: inertia,
+// moved weight, an empty cluster, counts and the next centroids.
+func sameStep(g, w kmeans.LloydStep) bool {
+	return g.Inertia == w.Inertia && g.Moved == w.Moved && g.Empty == w.Empty && slices.Equal(g.Counts, w.Counts) && slices.Equal(g.Next, w.Next)
+}
+
 // TestLloydStepsLaunched: a batch launched a pass at a time
 // (KQUANT_CUDA_LLOYD=launch) runs launchFirst passes at most where it
 // starts a run, twice the batch before's after that, and they are the
@@ -1479,7 +1485,7 @@ func TestLloydStepsLaunched(t *testing.T) {
 	}
 	for i, g := range got {
 		w := want[i]
-		if g.Inertia != w.Inertia || g.Moved != w.Moved || g.Empty != w.Empty || !slices.Equal(g.Counts, w.Counts) || !slices.Equal(g.Next, w.Next) {
+		if !sameStep(g, w) {
 			t.Fatalf("iteration %d differs from the host's: inertia %d/%d moved %d/%d", i, g.Inertia, w.Inertia, g.Moved, w.Moved)
 		}
 	}

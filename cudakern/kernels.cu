@@ -3018,6 +3018,20 @@ __device__ __forceinline__ T pp_scatter_sum(T (&v)[MT]) {
     return v[0];
 }
 
+// pp_warp_gains_in is pp_warp_gains in words of type T (u32 or u64).
+template <int MT, typename T>
+__device__ __forceinline__ u64 pp_warp_gains_in(const float x[4], u32 di, u32 w, const float (*ys)[4]) {
+    T v[MT], any = 0;
+#pragma unroll
+    for (int t = 0; t < MT; t++) {
+        const u32 d = pp_dist(x, ys[t]);
+        v[t] = d < di ? (T)w * (di - d) : 0;
+        any |= v[t];
+    }
+    if (!__any_sync(0xffffffffu, any != 0)) return 0;
+    return pp_scatter_sum<MT>(v);
+}
+
 // PP_GAIN32 bounds w·D of every lane of a warp whose gains pp_warp_gains
 // sums in 32 bits: 32 gains below 2^27 sum below 2^32.
 #define PP_GAIN32 (1u << 27)
@@ -3034,26 +3048,8 @@ __device__ __forceinline__ T pp_scatter_sum(T (&v)[MT]) {
 // (none, beyond the chunk) gains nothing.
 template <int MT>
 __device__ __forceinline__ u64 pp_warp_gains(const float x[4], u32 di, u32 w, const float (*ys)[4]) {
-    if (__all_sync(0xffffffffu, (u64)w * di < PP_GAIN32)) {
-        u32 v[MT], any = 0;
-#pragma unroll
-        for (int t = 0; t < MT; t++) {
-            const u32 d = pp_dist(x, ys[t]);
-            v[t] = d < di ? w * (di - d) : 0;
-            any |= v[t];
-        }
-        if (!__any_sync(0xffffffffu, any != 0)) return 0;
-        return pp_scatter_sum<MT>(v);
-    }
-    u64 v[MT], any = 0;
-#pragma unroll
-    for (int t = 0; t < MT; t++) {
-        const u32 d = pp_dist(x, ys[t]);
-        v[t] = d < di ? (u64)w * (di - d) : 0;
-        any |= v[t];
-    }
-    if (!__any_sync(0xffffffffu, any != 0)) return 0;
-    return pp_scatter_sum<MT>(v);
+    if (__all_sync(0xffffffffu, (u64)w * di < PP_GAIN32)) return pp_warp_gains_in<MT, u32>(x, di, w, ys);
+    return pp_warp_gains_in<MT, u64>(x, di, w, ys);
 }
 
 // PP_FAR is the coordinate of pp_steps' parked draws: its squared
