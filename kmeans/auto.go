@@ -1941,6 +1941,102 @@ func (s *autoSession) probeTree(centroids []int32) {
 	}
 }
 
+// probeBesideMin is the fewest threads (the session's, and processors)
+// on which Auto's first pass probes the kd-tree (treeProbe) beside the
+// pass of the model's choice rather than before it. The probe runs on one
+// or two threads, a few milliseconds in 32 dimensions (n = 30 000,
+// k = 32: a sixteenth of a one-thread build and passes over a sample):
+// on 16 threads that is most of a Lloyd pass, and the tree, whose build
+// gains little from them, is rarely taken there, so the wait was Auto's
+// whole loss to the bounds (bench/README.md, session 22: its open
+// 2.4–5 ms against their 0.1–0.3). Beside the pass, on threads the pass
+// gives up, it costs the pass those threads' share.
+const probeBesideMin = 4
+
+// probeBesideThreads is the threads the first pass gives up to the probe
+// beside it: treeProbe's first try runs its build and its tree pass on
+// one beside Lloyd's on another.
+const probeBesideThreads = 2
+
+// probesBeside says whether the first pass probes the kd-tree beside the
+// pass of the model's choice (probeBesideMin).
+func (s *autoSession) probesBeside() bool {
+	if autoSchedule != nil {
+		return false
+	}
+	return s.workers >= probeBesideMin && runtime.GOMAXPROCS(0) >= probeBesideMin || probeBesideForced
+}
+
+// probeBesideForced, when set (tests), makes every probing session probe
+// beside its first pass.
+var probeBesideForced bool
+
+// probeBeside runs the first pass, at centroids, of the model's choice on
+// all but probeBesideThreads of the session's threads while probeTree
+// decides on the others. Where the probe says the model's choice, or says
+// the tree only once the pass is done, the pass stands (done; the tree
+// then takes over from the next pass); where it says the tree first, the
+// pass is cut, its time counted as setup, and the caller runs the tree's
+// first pass. Waiting for the probe after the pass is setup too.
+func (s *autoSession) probeBeside(ctx context.Context, centroids []int32, st *Stats) (done bool, err error) {
+	h := s.hy
+	a := h.Current()
+	t := time.Now()
+	if err := s.use(a); err != nil {
+		return false, err
+	}
+	s.setup += time.Since(t)
+	pass, cut := context.WithCancel(ctx)
+	defer cut()
+	took := make(chan bool, 1)
+	go func() {
+		s.probeTree(centroids) // the pass reads nothing of the Hybrid's
+		tree := h.cur == KDTree
+		if tree {
+			cut()
+		}
+		took <- tree
+	}()
+	pp := s.pp
+	pp.workers = max(1, s.workers-probeBesideThreads)
+	t0 := time.Now()
+	err = pp.Assign(pass, centroids, st)
+	d := time.Since(t0)
+	pp.workers = s.workers
+	k := len(centroids) / s.pts.Dim
+	if autoClock != nil && err == nil {
+		d = autoClock(a, k, true, d)
+	}
+	tw := time.Now()
+	tree := <-took
+	s.setup += time.Since(tw)
+	if err != nil {
+		if ctx.Err() != nil || !tree {
+			return false, err
+		}
+		s.setup += d // cut for the tree: its pass follows
+		return false, nil
+	}
+	s.passes++
+	if tree {
+		// the probe took the tree after the pass: the pass is the model's
+		// choice's first, the tree's the next
+		h.cur = a
+		defer func() { h.cur = KDTree }()
+	}
+	if s.rebased {
+		h.Restart()
+	}
+	moved := 1.0
+	if s.total > 0 {
+		moved = float64(st.Moved) / float64(s.total)
+	}
+	s.ppStale = false
+	h.Observe(d, pp.Work(), k, true, moved)
+	s.k, s.rebased = k, false
+	return true, nil
+}
+
 // gapStart decides, before the first pass of a session that would start
 // on the kd-tree in treeGapDim < d ≤ autoTreeDim, between the tree and the
 // model's choice by the upper quartile of the sample's gaps at the pass's
@@ -2034,8 +2130,14 @@ func (s *autoSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 		return fmt.Errorf("kmeans: Assign on a closed session")
 	}
 	k := len(centroids) / max(s.pts.Dim, 1)
-	prev, prevAlgo := s.cur, s.curAlgo
 	first := s.k == 0
+	if first && s.probe && s.probesBeside() {
+		if done, err := s.probeBeside(ctx, centroids, st); done || err != nil {
+			return err
+		}
+		// the probe took the tree and cut the pass: the tree's pass below
+	}
+	prev, prevAlgo := s.cur, s.curAlgo
 	if first && s.probe {
 		t := time.Now()
 		s.probeTree(centroids)

@@ -63,6 +63,62 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 			t.Errorf("%+v: %s", tc, d)
 		}
 	}
+	// Beside the first pass (probeBeside, forced on as on many threads):
+	// the same choices, one probe, Lloyd's result. A tree taken while the
+	// pass runs cuts it and runs the tree's first pass instead; one taken
+	// once the pass is done (the probe held back until then) leaves the
+	// pass to the model's choice and the tree the passes after.
+	probeBesideForced = true
+	defer func() { probeBesideForced = false; autoClock = nil }()
+	for _, late := range []bool{false, true} {
+		for _, tc := range []struct {
+			pass, build float64
+			tree        bool
+		}{{0.1, 0.1, true}, {0.1, treeRepayPasses + 1, false}, {1.2, 0, false}} {
+			var algos []Algorithm
+			passed := make(chan struct{})
+			var once sync.Once
+			autoClock = func(a Algorithm, _ int, _ bool, d time.Duration) time.Duration {
+				algos = append(algos, a)
+				once.Do(func() { close(passed) })
+				return d
+			}
+			probes := 0
+			treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
+				if late {
+					<-passed
+				}
+				probes++
+				return tc.pass * lloyd, tc.build * lloyd, lloyd
+			}
+			m, err := Run(context.Background(), p, Config{K: k, Init: InitGiven, Centroids: start, MaxIter: 12, Tol: -1, Workers: 4, Algorithm: Auto}, nil)
+			treeProbeClock = nil
+			if err != nil {
+				t.Fatal(err)
+			}
+			if probes != 1 {
+				t.Errorf("beside, late %v, %+v: %d probes", late, tc, probes)
+			}
+			if got := strings.HasPrefix(m.Why, "kdtree: dimension 16 > 8"); got != tc.tree {
+				t.Errorf("beside, late %v, %+v: %s", late, tc, m.Why)
+			}
+			if d := sameModel(m, want); d != "" {
+				t.Errorf("beside, late %v, %+v: %s", late, tc, d)
+			}
+			// (the passes after the second are the Hybrid's, on the
+			// passes' real times)
+			switch {
+			case len(algos) < 12:
+				t.Errorf("beside, late %v, %+v: %d passes timed: %v", late, tc, len(algos), algos)
+			case !tc.tree && slices.Contains(algos, KDTree),
+				tc.tree && late && (algos[0] == KDTree || algos[1] != KDTree),
+				tc.tree && !late && algos[0] != KDTree && algos[1] != KDTree:
+				t.Errorf("beside, late %v, %+v: passes %v", late, tc, algos)
+			}
+		}
+	}
+	probeBesideForced, autoClock = false, nil
+
 	// Measured: the build's share of a Lloyd pass falls with k; a probe
 	// where the build alone is too dear (here, priced a hundred times
 	// over, as if on a machine where only Lloyd gained from its threads)
