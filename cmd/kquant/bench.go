@@ -68,9 +68,12 @@ reads them; KQUANT_CALIBRATION=off or --calibration off only prints them.
 With no images and no preset, that is all it does.
 
 --repeat N runs every variant of a case N times, taking the variants in
-turn, and keeps for each the run of least time per iteration (with that
-run's open time and choices): passes of a tenth of a millisecond vary by 20 % and more from run to
-run, and other work on the machine only ever adds. The last table's
+turn, each round starting one variant further on (so that each runs
+first, second, … as often as the others: on the GPU a variant run first in
+its round measured up to 20 % slower), and keeps for each the run of
+least time per iteration (with that run's open time and choices): passes
+of a tenth of a millisecond vary by 20 % and more from run to run, and
+other work on the machine only ever adds. The last table's
 "open counted" column takes each variant's least whole time (open and
 passes) over the N runs, which need not be the same run: a GPU's upload
 or a kd-tree's build varies as much as a pass does.
@@ -447,49 +450,59 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 			var ref *kmeans.Model
 			first := len(rows) // this case and backend's rows, in variant order
+			type variant struct {
+				algo kmeans.Algorithm
+				up   kmeans.Update
+			}
+			var variants []variant
+			for _, algo := range c.algos {
+				for _, up := range c.updates {
+					variants = append(variants, variant{algo, up})
+				}
+			}
 			for rep := range c.repeat {
-				v := first
-				for _, algo := range c.algos {
-					for _, up := range c.updates {
-						if err := ctx.Err(); err != nil {
-							return exitFailed
-						}
-						runtime.GC() // the garbage of the last run out of this one's timings
-						mt := &meter{Backend: be}
-						cfg := kmeans.Config{K: cs.k, Init: kmeans.InitGiven, Centroids: init, MaxIter: c.maxIter, Tol: -1,
-							Backend: mt, Algorithm: algo, Update: up, Workers: c.workers}
-						m, err := kmeans.Run(ctx, cs.pts, cfg, nil)
-						if err != nil {
-							fmt.Fprintf(stderr, "kquant bench: %s %s %s/%s: %v (skipped)\n", cs.name, bn, name(algo), name(up), err)
-							continue
-						}
-						s := mt.last
-						s.setupInPasses()
-						n := float64(cs.pts.Len())
-						r := benchRow{cas: cs, backend: bn, algo: algo, update: up, iters: m.Iterations, passes: s.passes,
-							msPerIter: s.d.Seconds() * 1e3 / float64(max(s.passes, 1)), openMS: s.open.Seconds() * 1e3, hasWork: s.counted, epoch: s.epoch,
-							choice: m.Algorithm, why: m.Why}
-						r.leastWhole = r.withOpen()
-						if s.counted {
-							r.m = float64(s.work) / n / float64(s.passes)
-							r.kk = r.m / float64(cs.k)
-							r.warpKK = float64(s.wwork) / n / float64(s.passes) / float64(cs.k)
-						}
-						if ref == nil {
-							ref = m
-						}
-						r.same = slices.Equal(m.Centroids, ref.Centroids) && slices.Equal(m.Labels, ref.Labels) && m.Inertia == ref.Inertia
-						fmt.Fprintf(stderr, "%s %s %s/%s: %.3f ms/iteration, %d iterations\n", cs.name, bn, name(algo), name(up), r.msPerIter, r.iters)
-						if rep == 0 {
-							rows = append(rows, r)
-							continue
-						}
-						for v < len(rows) && (rows[v].algo != algo || rows[v].update != up) {
-							v++ // a variant skipped in the first round stays out
-						}
-						if v < len(rows) {
+				for i := range variants {
+					// each round from the next variant on
+					vr := variants[(i+rep)%len(variants)]
+					algo, up := vr.algo, vr.up
+					if err := ctx.Err(); err != nil {
+						return exitFailed
+					}
+					runtime.GC() // the garbage of the last run out of this one's timings
+					mt := &meter{Backend: be}
+					cfg := kmeans.Config{K: cs.k, Init: kmeans.InitGiven, Centroids: init, MaxIter: c.maxIter, Tol: -1,
+						Backend: mt, Algorithm: algo, Update: up, Workers: c.workers}
+					m, err := kmeans.Run(ctx, cs.pts, cfg, nil)
+					if err != nil {
+						fmt.Fprintf(stderr, "kquant bench: %s %s %s/%s: %v (skipped)\n", cs.name, bn, name(algo), name(up), err)
+						continue
+					}
+					s := mt.last
+					s.setupInPasses()
+					n := float64(cs.pts.Len())
+					r := benchRow{cas: cs, backend: bn, algo: algo, update: up, iters: m.Iterations, passes: s.passes,
+						msPerIter: s.d.Seconds() * 1e3 / float64(max(s.passes, 1)), openMS: s.open.Seconds() * 1e3, hasWork: s.counted, epoch: s.epoch,
+						choice: m.Algorithm, why: m.Why}
+					r.leastWhole = r.withOpen()
+					if s.counted {
+						r.m = float64(s.work) / n / float64(s.passes)
+						r.kk = r.m / float64(cs.k)
+						r.warpKK = float64(s.wwork) / n / float64(s.passes) / float64(cs.k)
+					}
+					if ref == nil {
+						ref = m
+					}
+					r.same = slices.Equal(m.Centroids, ref.Centroids) && slices.Equal(m.Labels, ref.Labels) && m.Inertia == ref.Inertia
+					fmt.Fprintf(stderr, "%s %s %s/%s: %.3f ms/iteration, %d iterations\n", cs.name, bn, name(algo), name(up), r.msPerIter, r.iters)
+					if rep == 0 {
+						rows = append(rows, r)
+						continue
+					}
+					// a variant skipped in the first round stays out
+					for v := first; v < len(rows); v++ {
+						if rows[v].algo == algo && rows[v].update == up {
 							rows[v].merge(r)
-							v++
+							break
 						}
 					}
 				}

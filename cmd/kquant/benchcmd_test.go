@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,10 +60,9 @@ func TestBenchCommand(t *testing.T) {
 	}
 }
 
-// TestBenchCalibrationOff: with --calibration off, Auto's runs neither
-// read nor write the cache.
-// TestBenchRepeat: --repeat runs every variant several times in turn and
-// keeps one row per variant, with the least time of its runs.
+// TestBenchRepeat: --repeat runs every variant several times in turn,
+// each round starting one variant further on, and keeps one row per
+// variant, with the least time of its runs.
 func TestBenchRepeat(t *testing.T) {
 	t.Setenv("KQUANT_CALIBRATION", "off")
 	var out, errb bytes.Buffer
@@ -94,11 +94,24 @@ func TestBenchRepeat(t *testing.T) {
 			t.Errorf("%s: the row does not hold the least time %.3f:\n%s", algo, least, out.String())
 		}
 	}
+	var order []string
+	for _, line := range strings.Split(errb.String(), "\n") {
+		for _, algo := range []string{"lloyd", "bounds"} {
+			if strings.Contains(line, "cpu "+algo+"/auto: ") {
+				order = append(order, algo)
+			}
+		}
+	}
+	if want := []string{"lloyd", "bounds", "bounds", "lloyd", "lloyd", "bounds"}; !slices.Equal(order, want) {
+		t.Errorf("runs in the order %v, want %v", order, want)
+	}
 	if code := run(context.Background(), []string{"bench", "--repeat", "0"}, &out, &errb, nil); code != exitUsage {
 		t.Errorf("--repeat 0: exit %d, want %d", code, exitUsage)
 	}
 }
 
+// TestBenchCalibrationOff: with --calibration off, Auto's runs neither
+// read nor write the cache.
 func TestBenchCalibrationOff(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("KQUANT_CACHE_DIR", dir)
