@@ -1949,7 +1949,7 @@ func (s *autoSession) probeTree(centroids []int32) {
 // on 16 threads that is most of a Lloyd pass, and the tree, whose build
 // gains little from them, is rarely taken there, so the wait was Auto's
 // whole loss to the bounds (bench/README.md, session 22: its open
-// 2.4–5 ms against their 0.1–0.3). Beside the pass, on threads the pass
+// 2.5–5.4 ms against their 0.1–0.3). Beside the pass, on threads the pass
 // gives up, it costs the pass those threads' share.
 const probeBesideMin = 4
 
