@@ -2027,14 +2027,24 @@ func (s *autoSession) probeBeside(ctx context.Context, centroids []int32, st *St
 	if s.rebased {
 		h.Restart()
 	}
+	s.ppStale = false
+	s.observe(d, k, st, true)
+	return true, nil
+}
+
+// observe gives the Hybrid the pass of s.cur that just ran, d long at k
+// centroids, fresh or steady, with its Stats st.
+func (s *autoSession) observe(d time.Duration, k int, st *Stats, fresh bool) {
+	var work uint64
+	if c, ok := s.cur.(Counter); ok && s.curAlgo != KDTree {
+		work = c.Work()
+	}
 	moved := 1.0
 	if s.total > 0 {
 		moved = float64(st.Moved) / float64(s.total)
 	}
-	s.ppStale = false
-	h.Observe(d, pp.Work(), k, true, moved)
+	s.hy.Observe(d, work, k, fresh, moved)
 	s.k, s.rebased = k, false
-	return true, nil
 }
 
 // gapStart decides, before the first pass of a session that would start
@@ -2200,22 +2210,13 @@ func (s *autoSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 			}
 		}
 	}
-	var work uint64
-	if c, ok := s.cur.(Counter); ok && s.curAlgo != KDTree {
-		work = c.Work()
-	}
-	moved := 1.0
-	if s.total > 0 {
-		moved = float64(st.Moved) / float64(s.total)
-	}
 	// a pass of a session resumed where it was left is a steady one: it
 	// carries on from its own last pass
 	passFresh := fresh || (swapped && !resumed) || (s.curAlgo == Bounds && prevAlgo != Bounds && !resumed)
 	if autoClock != nil {
 		d = autoClock(s.curAlgo, k, passFresh, d)
 	}
-	s.hy.Observe(d, work, k, passFresh, moved)
-	s.k, s.rebased = k, false
+	s.observe(d, k, st, passFresh)
 	return nil
 }
 
