@@ -1411,21 +1411,50 @@ const (
 )
 
 // takeTree decides for the kd-tree where Auto probes it from its pass r and
-// build b, in Lloyd passes of the session's threads, and c, the modelled
-// steady pass of the model's choice in Lloyd passes. The tree is taken
-// when its first pass, built, costs at most treeProbeRatio of a Lloyd
-// pass, or when its passes are cheaper than the choice's and repay the
-// build within treeRepayPasses. r = 0 stands for passes that cost nothing:
-// a build that even they would not repay is not worth probing.
-func takeTree(r, b, c float64) bool {
-	return r+b <= treeProbeRatio || r < c && b <= (c-r)*treeRepayPasses
+// build b, in Lloyd passes of the session's threads, c, the modelled
+// steady pass of the model's choice in Lloyd passes, and f, its first
+// pass where the tree spares it (firstPass; 0: it does not). The tree is
+// taken when its first pass, built, costs at most treeProbeRatio of a
+// Lloyd pass, or when its passes are cheaper than the choice's and, with
+// what f costs beyond c, repay the build within treeRepayPasses. r = 0
+// stands for passes that cost nothing: a build that even they would not
+// repay is not worth probing.
+func takeTree(r, b, c, f float64) bool {
+	return r+b <= treeProbeRatio || r < c && b <= math.Max(0, f-c)+(c-r)*treeRepayPasses
 }
 
 // takeMost returns the largest pass r, in Lloyd passes, that takeTree(r,
-// b, c) could take (it takes none above): where a probe's pass of the
+// b, c, f) could take (it takes none above): where a probe's pass of the
 // tree runs longer, the answer is no.
-func takeMost(b, c float64) float64 {
-	return math.Max(treeProbeRatio-b, c-b/treeRepayPasses)
+func takeMost(b, c, f float64) float64 {
+	return math.Max(treeProbeRatio-b, c-math.Max(0, b-math.Max(0, f-c))/treeRepayPasses)
+}
+
+// firstPass returns the first pass of the model's choice at k centroids,
+// in Lloyd passes, where the kd-tree, taken before it, spares it: for the
+// pruning algorithms a search of every point (SearchPass), dearer than
+// their steady passes; 0 for the others, and where the probe runs beside
+// the pass (probesBeside), which pays for it anyway. On the 2-core VM
+// (n = 30 000, d = 32, k = 32, σ² = 0.001, the bench's start) the bounds'
+// first three passes took 14.7, 8.4 and 6.5 ms, their later ones 0.7–1.6,
+// Lloyd's 11.5: priced at the steady 0.28, the first pass refused a tree
+// whose whole run, its build counted, took 0.65 of the bounds' (Auto 1.53
+// times the best, in one run of two).
+func (s *autoSession) firstPass(k int) float64 {
+	h := s.hy
+	if s.probesBeside() || (h.cur != Bounds && h.cur != WuHong) {
+		return 0
+	}
+	return 1 + h.searchExtra(h.cur)/h.Predict(Lloyd, k, float64(k))
+}
+
+// spared describes the first pass f of the model's choice that the tree
+// spares against its steady pass c, for Auto's why.
+func spared(f, c float64) string {
+	if f <= c {
+		return ""
+	}
+	return fmt.Sprintf(", its first pass %.2f spared", f)
 }
 
 // treeBuildCost is what building the kd-tree costs per point and level,
@@ -1822,7 +1851,7 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 		if s.hy.cur == Bounds {
 			c = math.Max(c, s.hy.boundsAtShare(k, boundsShare(0)))
 		}
-		if b := treeBuildShare(n, k) * buildPassScale(n, workers); !takeTree(0, b, c) {
+		if b := treeBuildShare(n, k) * buildPassScale(n, workers); !takeTree(0, b, c, s.firstPass(k)) {
 			s.probe = false
 			s.hy.why[0] += fmt.Sprintf("; a kd-tree's build would cost about %.1f Lloyd passes, more than the model's choice (%.2f) could save in %d", b, c, treeRepayPasses)
 		}
@@ -1878,6 +1907,7 @@ func (s *autoSession) probeTree(centroids []int32) {
 	// bounds', and lost its 5.5 ms build.
 	floor := treeBuildShare(s.pts.Len(), k)
 	price := func(b float64) float64 { return math.Max(b, floor) * build }
+	f := s.firstPass(k)
 	// Where the bounds will search much of every point, their price is
 	// what the gaps say. The gaps (a scan of a sample, 0.5 ms in 32
 	// dimensions at k = 32 on the 2-core VM) are measured beside the
@@ -1895,14 +1925,14 @@ func (s *autoSession) probeTree(centroids []int32) {
 		}
 	}
 	take := func(r, b float64) bool {
-		if takeTree(r, price(b), c) {
+		if takeTree(r, price(b), c, f) {
 			return true
 		}
-		if gapDone || !takeTree(r, price(b), math.Max(c, h.boundsAtShare(k, boundsShare(0)))) {
+		if gapDone || !takeTree(r, price(b), math.Max(c, h.boundsAtShare(k, boundsShare(0))), f) {
 			return false
 		}
 		gaps()
-		return takeTree(r, price(b), c)
+		return takeTree(r, price(b), c, f)
 	}
 	// the longest pass of the tree that take could take, at the most the
 	// gaps could price the bounds
@@ -1911,7 +1941,7 @@ func (s *autoSession) probeTree(centroids []int32) {
 		if !gapDone {
 			cm = math.Max(c, h.boundsAtShare(k, boundsShare(0)))
 		}
-		return takeMost(price(b), cm)
+		return takeMost(price(b), cm, f)
 	}
 	// Where the tree's pass runs on a thread of its own, the gaps are
 	// measured beside it, at no cost in time: they can only raise c, as
@@ -1925,19 +1955,19 @@ func (s *autoSession) probeTree(centroids []int32) {
 		if s.pts.Dim <= autoTreeDim {
 			dims = fmt.Sprintf("dimension %d:", s.pts.Dim)
 		}
-		h.why = []string{fmt.Sprintf("%s: %s a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f: its first pass within %.2f, or its build repaid within %d passes): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
-			KDTree, dims, r, price(b), s.workers, c, treeProbeRatio, treeRepayPasses, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
+		h.why = []string{fmt.Sprintf("%s: %s a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f%s: its first pass within %.2f, or its build repaid within %d passes): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
+			KDTree, dims, r, price(b), s.workers, c, spared(f, c), treeProbeRatio, treeRepayPasses, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
 		h.cur = KDTree
 		h.cands = append([]Algorithm{KDTree}, h.cands...)
 		return
 	}
 	switch {
 	case cut:
-		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample, its build %.2f Lloyd passes on %d threads, was cut after %.2f of a Lloyd pass, past the most the model's choice (%.2f) would leave it (its first pass within %.2f, or its build repaid within %d passes)", price(b), s.workers, r, c, treeProbeRatio, treeRepayPasses)
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample, its build %.2f Lloyd passes on %d threads, was cut after %.2f of a Lloyd pass, past the most the model's choice (%.2f%s) would leave it (its first pass within %.2f, or its build repaid within %d passes)", price(b), s.workers, r, c, spared(f, c), treeProbeRatio, treeRepayPasses)
 	case math.IsInf(r, 1):
 		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f Lloyd passes on %d threads, more than the model's choice (%.2f) could save in %d", price(b), s.workers, c, treeRepayPasses)
 	case r > 0:
-		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f: neither its first pass within %.2f nor its build repaid within %d passes)", r, price(b), s.workers, c, treeProbeRatio, treeRepayPasses)
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f%s: neither its first pass within %.2f nor its build repaid within %d passes)", r, price(b), s.workers, c, spared(f, c), treeProbeRatio, treeRepayPasses)
 	}
 }
 

@@ -139,7 +139,7 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 	if !(r256 > 0 && !math.IsInf(r256, 1) && b256 > 0 && b256 < b16/2) {
 		t.Errorf("probe at k = 256: pass %.3f, build %.3f; at k = 16: build %.3f", r256, b256, b16)
 	}
-	dear := func(r, b float64) bool { return takeTree(r, 100*b, 0.3) }
+	dear := func(r, b float64) bool { return takeTree(r, 100*b, 0.3, 0) }
 	if r, b, _ := treeProbe(p, start[:16*16], dear, nil, nil, 2); !math.IsInf(r, 1) || b <= 0 {
 		t.Errorf("probe at k = 16, its build priced 100 times over: pass %.3f timed, build %.3f", r, b)
 	}
@@ -203,25 +203,92 @@ func TestAutoProbesTreeInFewDims(t *testing.T) {
 }
 
 // TestTakeTree: the kd-tree above autoTreeDim, from the probe's pass r and
-// build b and the model's choice c, all in Lloyd passes.
+// build b, the model's choice c and its first pass f that the tree spares,
+// all in Lloyd passes.
 func TestTakeTree(t *testing.T) {
 	for _, tc := range []struct {
-		r, b, c float64
-		take    bool
+		r, b, c, f float64
+		take       bool
 	}{
-		{0.1, 0.3, 0.05, true},  // its first pass, built, within half a Lloyd pass
-		{0.1, 1.7, 0.25, true},  // repaid after 11.3 passes of 0.15 saved
-		{0.1, 1.9, 0.25, false}, // repaid only after 12.7 passes
-		{0.3, 0.3, 0.25, false}, // passes dearer than the choice's
-		{0, 1.7, 0.15, true},    // free passes repay it after 11.3
-		{0, 1.9, 0.15, false},   // not even free passes repay it within 12
+		{0.1, 0.3, 0.05, 0, true},  // its first pass, built, within half a Lloyd pass
+		{0.1, 1.7, 0.25, 0, true},  // repaid after 11.3 passes of 0.15 saved
+		{0.1, 1.9, 0.25, 0, false}, // repaid only after 12.7 passes
+		{0.3, 0.3, 0.25, 0, false}, // passes dearer than the choice's
+		{0, 1.7, 0.15, 0, true},    // free passes repay it after 11.3
+		{0, 1.9, 0.15, 0, false},   // not even free passes repay it within 12
+		// the 2-core VM's d = 32, σ² = 0.001: 0.02 saved a pass repays
+		// 0.24 in 12, the bounds' spared search 0.77 more
+		{0.26, 0.63, 0.28, 1.05, true},
+		{0.26, 0.63, 0.28, 0, false},
+		{0.2, 1.2, 0.25, 1, true},    // 0.75 spared, 0.6 in 12 passes
+		{0.2, 1.4, 0.25, 1, false},   // not within 12 passes even so
+		{0.3, 0.3, 0.25, 1.2, false}, // passes dearer than the choice's, spared or not
+		{0.1, 1.9, 0.25, 0.2, false}, // a first pass cheaper than steady ones spares nothing
 	} {
-		if got := takeTree(tc.r, tc.b, tc.c); got != tc.take {
-			t.Errorf("takeTree(%g, %g, %g) = %v", tc.r, tc.b, tc.c, got)
+		if got := takeTree(tc.r, tc.b, tc.c, tc.f); got != tc.take {
+			t.Errorf("takeTree(%g, %g, %g, %g) = %v", tc.r, tc.b, tc.c, tc.f, got)
 		}
 		// takeMost: no pass above it is taken, one just below it is
-		if m := takeMost(tc.b, tc.c); m > 0 && (takeTree(m*1.001+1e-9, tc.b, tc.c) || !takeTree(m*0.999-1e-9, tc.b, tc.c)) {
-			t.Errorf("takeMost(%g, %g) = %g: not the edge of takeTree", tc.b, tc.c, m)
+		if m := takeMost(tc.b, tc.c, tc.f); m > 0 && (takeTree(m*1.001+1e-9, tc.b, tc.c, tc.f) || !takeTree(m*0.999-1e-9, tc.b, tc.c, tc.f)) {
+			t.Errorf("takeMost(%g, %g, %g) = %g: not the edge of takeTree", tc.b, tc.c, tc.f, m)
+		}
+	}
+}
+
+// TestAutoFirstPassSpared: where Auto probes the kd-tree before its first
+// pass (on fewer than probeBesideMin threads), a tree taken spares the
+// bounds' first pass, a search of every point dearer than a Lloyd pass,
+// and a build that passes 0.02 of a Lloyd pass cheaper than the bounds'
+// would not repay in treeRepayPasses is taken for it; beside the pass,
+// which pays for it anyway, the same build is refused. Lloyd's result
+// either way.
+func TestAutoFirstPassSpared(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	defer func() { treeProbeClock = nil; probeBesideForced = false }()
+	p := Synthetic(treeProbeMin, 32, 32, 0.001, 3)
+	const k = 32
+	start := randomStart(p, k, 1)
+	cfg := Config{K: k, Init: InitGiven, Centroids: start, MaxIter: 8, Tol: -1, Workers: 2}
+	cfg.Algorithm = Lloyd
+	want, err := Run(context.Background(), p, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the prices of Run's session: the bounds' steady pass c and first f
+	sess, err := CPU.Open(p, SessionOptions{MaxK: k + DefaultBreathe, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sess.(*autoSession)
+	if s.hy.cur != Bounds {
+		t.Fatalf("the model's choice is %s", s.hy.cur)
+	}
+	c, f := s.hy.choiceInLloyd(k), s.firstPass(k)
+	s.Close()
+	n := p.Len()
+	scale, floor := buildPassScale(n, 2), treeBuildShare(n, k)*buildPassScale(n, 2)
+	r := c - 0.02
+	lo, hi := 0.02*treeRepayPasses, f-c+0.02*treeRepayPasses
+	build := (max(lo, floor) + hi) / 2 // a build that only the spared pass repays
+	if f < 1 || build <= lo || build <= floor || build >= hi || r+build <= treeProbeRatio {
+		t.Fatalf("c %.2f, f %.2f, build floor %.2f: no build in (%.2f, %.2f) to test", c, f, floor, lo, hi)
+	}
+	treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
+		return r * lloyd, build / scale * lloyd, lloyd
+	}
+	cfg.Algorithm = Auto
+	for _, beside := range []bool{false, true} {
+		probeBesideForced = beside
+		m, err := Run(context.Background(), p, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree := strings.HasPrefix(m.Why, "kdtree: ")
+		if tree == beside || tree && !strings.Contains(m.Why, fmt.Sprintf("its first pass %.2f spared", f)) {
+			t.Errorf("probe beside the pass %v: %s", beside, m.Why)
+		}
+		if d := sameModel(m, want); d != "" {
+			t.Errorf("probe beside the pass %v: %s", beside, d)
 		}
 	}
 }
@@ -1031,10 +1098,10 @@ func TestTreeBuildPrior(t *testing.T) {
 	if b := treeBuildShare(30000, 32) * buildPassScale(30000, 2); b < 0.45 || b > 0.65 {
 		t.Errorf("30 000 points, k = 32, 2 threads: build priced at %.2f of their Lloyd passes", b)
 	}
-	if b := treeBuildShare(30000, 2) * buildPassScale(30000, 16); takeTree(0, b, 1) {
+	if b := treeBuildShare(30000, 2) * buildPassScale(30000, 16); takeTree(0, b, 1, 0) {
 		t.Errorf("30 000 points, k = 2, 16 threads: a build of %.1f passes taken", b)
 	}
-	if b := treeBuildShare(30000, 32) * buildPassScale(30000, 2); !takeTree(0, b, 0.3) {
+	if b := treeBuildShare(30000, 32) * buildPassScale(30000, 2); !takeTree(0, b, 0.3, 0) {
 		t.Errorf("30 000 points, k = 32, 2 threads: a build of %.2f passes refused against 0.3", b)
 	}
 }

@@ -12,9 +12,9 @@ for f in sorted(glob.glob(d+'/'+pre+'d*-kquant-*-*.md')):
     for line in open(f):
         c=[x.strip() for x in line.split('|')]
         if len(c)>12 and c[2]=='cpu' and re.match(r'^[\d.]+$',c[5] or 'x'):
-            case=c[1].split()[-1]; rows.setdefault(case,{})[c[3]]=(float(c[5]),float(c[6]),int(c[7]))
+            case=' '.join(c[1].split()[2:]); rows.setdefault(case,{})[c[3]]=(float(c[5]),float(c[6]),int(c[7]))
         elif len(c)>8 and c[2]=='cpu' and re.match(r'^[\d.]+$',c[3] or 'x'):
-            own[c[1].split()[-1]]=float(c[7])
+            own[' '.join(c[1].split()[2:])]=float(c[7])
     for case,v in rows.items():
         if 'auto' not in v: continue
         a=v['auto']; singles=[x for k,x in v.items() if k!='auto']
@@ -25,7 +25,7 @@ for i,label in ((0,'per pass'),(1,'open counted (same run)'),(2,'open counted (b
     print('==',label)
     tot={}
     for key in sorted(set((k[0],k[1]) for k in res)):
-        line=f"{key[0]} {key[1]:6s}"
+        line=f"{key[0]} {key[1]:14s}"
         for b in ('kquant-old','kquant-new'):
             rs=[x[i] for x in res.get(key+(b,),[]) if x[i] is not None]
             if not rs: continue
