@@ -2092,11 +2092,58 @@ func (s *autoSession) gapStart(centroids []int32) {
 		h.why = []string{fmt.Sprintf("%s: dimension %d ≤ %d, the sample's gaps' upper quartile %.2f < %.2f (clusters so loose that the bounds prune little): the kd-tree's filtering still splits the space; its passes are measured", KDTree, s.pts.Dim, autoTreeDim, g, treeGapLoose)}
 	default:
 		h.why[0] += fmt.Sprintf("; the sample's gaps' upper quartile %.2f in [%.2f, %.2f): clusters too loose for the kd-tree's boxes to beat the model's choice, and tight enough for its pruning", g, treeGapLoose, treeGapMin)
-		return
+		if s.probesBeside() || !s.probeBand(centroids) {
+			return
+		}
 	}
 	h.cur = KDTree
 	h.cands = append([]Algorithm{KDTree}, h.cands...)
 }
+
+// probeBand decides, where gapStart's gaps fall in the band of the
+// model's choice and the probe comes before the first pass (fewer than
+// probeBesideMin threads), whether a probe of the kd-tree (treeProbe)
+// overrules them: where its pass over a sample takes at most
+// treeBandShare of the model's choice's steady pass and repays its build
+// (takeTree, the choice's first pass spared). The gaps' quartile cannot
+// tell tight clusters from a start that left most of them with no
+// centroid or several: on the 2-core VM (n = 30 000, d = 8, the bench's
+// start) it read 0.49 at k = 16, σ² = 0.001, where the tree's passes took
+// 0.06 ms once settled against the bounds' 0.2, and 1.15 at k = 32,
+// σ² = 0.01, where they took 1.0–2.1 against the bounds' 0.35–6.5 and
+// lost. The probe's pass, 0.006 and 0.21–0.30 of a Lloyd pass, tells them
+// apart; its build, priced at 4.2–4.4 Lloyd passes at k = 16 (the whole
+// tree's took 2.2–2.7), does not decide.
+func (s *autoSession) probeBand(centroids []int32) bool {
+	h := s.hy
+	k := len(centroids) / s.pts.Dim
+	n := s.pts.Len()
+	c, f := h.choiceInLloyd(k), s.firstPass(k)
+	floor, scale := treeBuildShare(n, k), buildPassScale(n, s.workers)
+	price := func(b float64) float64 { return math.Max(b, floor) * scale }
+	take := func(r, b float64) bool { return r <= treeBandShare*c && takeTree(r, price(b), c, f) }
+	most := func(b float64) float64 { return math.Min(treeBandShare*c, takeMost(price(b), c, f)) }
+	r, b, cut := treeProbe(s.pts, centroids, take, most, nil, s.workers)
+	switch {
+	case r > 0 && !cut && take(r, b):
+		h.why = []string{fmt.Sprintf("%s: dimension %d: %s; but a kd-tree pass over a sample took %.3f of a Lloyd pass, at most %.2f of the model's choice (%.2f%s), and its build %.2f more on %d threads: clusters tight enough for its boxes; its passes are measured",
+			KDTree, s.pts.Dim, strings.TrimPrefix(strings.TrimPrefix(h.why[0], string(h.cur)+": "), fmt.Sprintf("dimension %d: ", s.pts.Dim)), r, treeBandShare, c, spared(f, c), price(b), s.workers)}
+		return true
+	case cut:
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample was cut after %.3f of a Lloyd pass, past %.2f of the model's choice (%.2f)", r, treeBandShare, c)
+	case r > 0 && !math.IsInf(r, 1):
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.3f of a Lloyd pass, more than %.2f of the model's choice (%.2f), or its build (%.2f) is not repaid", r, treeBandShare, c, price(b))
+	case r > 0:
+		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f Lloyd passes on %d threads, more than passes of %.2f of the model's choice (%.2f) could repay", price(b), s.workers, treeBandShare, c)
+	}
+	return false
+}
+
+// treeBandShare is the most of the model's choice's steady pass that a
+// probe's pass of the kd-tree may take for probeBand to overrule the
+// gaps: between 0.006 / 0.53 (k = 16, σ² = 0.001, where the tree wins) and
+// 0.21 / 0.44 (k = 32, σ² = 0.01, where it loses).
+const treeBandShare = 0.1
 
 // boundsAtShare returns the bounds' steady pass at k centroids in Lloyd
 // passes where they search the share of the centroids for every point

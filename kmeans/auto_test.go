@@ -152,7 +152,9 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 
 // TestAutoProbesTreeInFewDims: in 3 dimensions (colours) Auto starts on
 // the kd-tree without a probe; in 4 to autoTreeDim it does so too where
-// the tree's build costs about a Lloyd pass (2 threads), and probes it
+// the tree's build costs about a Lloyd pass (2 threads), on the gaps, with
+// a probe where they fall in the band of the model's choice (probeBand,
+// σ² = 0.01 here: its pass at 1.2 of Lloyd's refused), and probes it
 // first where the build costs more than treeStartPasses of its Lloyd
 // passes (16 threads) on treeProbeMin points or more, taking it on the
 // probe's word (injected: passes at 0.05 of Lloyd's and a build of half a
@@ -169,7 +171,7 @@ func TestAutoProbesTreeInFewDims(t *testing.T) {
 		whyPattern      string
 	}{
 		{30000, 3, 16, 0.05, 0, true, "kdtree: dimension 3 ≤ 8"},
-		{30000, 8, 2, 1.2, 0, false, "the sample's gaps' upper quartile"}, // σ² = 0.01: treeGapMin
+		{30000, 8, 2, 1.2, 1, false, "in [0.45, 1.50): clusters too loose for the kd-tree's boxes to beat the model's choice, and tight enough for its pruning; a kd-tree pass over a sample took 1.200"},
 		{30000, 8, 16, 0.05, 1, true, "kdtree: dimension 8: a kd-tree pass over a sample took 0.05"},
 		{30000, 8, 16, 1.2, 1, false, "a kd-tree pass over a sample took 1.20"},
 		{treeProbeMin / 2, 8, 16, 1.2, 0, true, "kdtree: dimension 8 ≤ 8"},
@@ -289,6 +291,56 @@ func TestAutoFirstPassSpared(t *testing.T) {
 		}
 		if d := sameModel(m, want); d != "" {
 			t.Errorf("probe beside the pass %v: %s", beside, d)
+		}
+	}
+}
+
+// TestAutoBandProbe: where the first pass's gaps fall in the band of the
+// model's choice and the probe comes before the pass (fewer than
+// probeBesideMin threads), a probe of the kd-tree whose pass takes at
+// most treeBandShare of the choice's, and repays its build, starts the
+// tree; a dearer pass does not, and beside the pass there is no probe.
+// Lloyd's result every time.
+func TestAutoBandProbe(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	defer func() { treeProbeClock = nil; probeBesideForced = false }()
+	p := Synthetic(30000, 8, 16, 0.001, 1)
+	const k = 16
+	var start []int32
+	for seed := uint64(1); start == nil && seed < 50; seed++ {
+		st := randomStart(p, k, seed)
+		if g := sampleGapAt(p, st, 0.75, 1); g >= treeGapLoose && g < treeGapMin {
+			start = st
+		}
+	}
+	if start == nil {
+		t.Fatal("no start whose gaps fall in the band")
+	}
+	cfg := Config{K: k, Init: InitGiven, Centroids: start, MaxIter: 8, Tol: -1, Workers: 2, Algorithm: Lloyd}
+	want, err := Run(context.Background(), p, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Algorithm = Auto
+	for _, tc := range []struct {
+		share, build float64 // the probe's pass, in the choice's; its build, in Lloyd passes
+		beside, tree bool
+	}{{0.02, 0.5, false, true}, {0.3, 0.5, false, false}, {0.02, 100, false, false}, {0.02, 0.5, true, false}} {
+		probes := 0
+		treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
+			probes++
+			return tc.share * 0.4 * lloyd, tc.build * lloyd, lloyd // the bounds' steady pass: about 0.4–0.5
+		}
+		probeBesideForced = tc.beside
+		m, err := Run(context.Background(), p, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tree := strings.HasPrefix(m.Why, "kdtree: "); tree != tc.tree || (probes > 0) == tc.beside || !strings.Contains(m.Why, "in [0.45, 1.50)") {
+			t.Errorf("%+v: %d probes: %s", tc, probes, m.Why)
+		}
+		if d := sameModel(m, want); d != "" {
+			t.Errorf("%+v: %s", tc, d)
 		}
 	}
 }
