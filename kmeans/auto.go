@@ -2111,9 +2111,9 @@ func (s *autoSession) gapStart(centroids []int32) {
 // start) it read 0.49 at k = 16, σ² = 0.001, where the tree's passes took
 // 0.06 ms once settled against the bounds' 0.2, and 1.15 at k = 32,
 // σ² = 0.01, where they took 1.0–2.1 against the bounds' 0.35–6.5 and
-// lost. The probe's pass, 0.006 and 0.21–0.30 of a Lloyd pass, tells them
-// apart; its build, priced at 4.2–4.4 Lloyd passes at k = 16 (the whole
-// tree's took 2.2–2.7), does not decide.
+// lost. The probe's pass, 0.006–0.054 and 0.21–0.30 of a Lloyd pass, tells
+// them apart; its build, priced at 4.2–4.4 Lloyd passes at k = 16 (the
+// whole tree's took 2.2–2.7), does not decide.
 func (s *autoSession) probeBand(centroids []int32) bool {
 	h := s.hy
 	k := len(centroids) / s.pts.Dim
@@ -2141,9 +2141,12 @@ func (s *autoSession) probeBand(centroids []int32) bool {
 
 // treeBandShare is the most of the model's choice's steady pass that a
 // probe's pass of the kd-tree may take for probeBand to overrule the
-// gaps: between 0.006 / 0.53 (k = 16, σ² = 0.001, where the tree wins) and
-// 0.21 / 0.44 (k = 32, σ² = 0.01, where it loses).
-const treeBandShare = 0.1
+// gaps. On the 2-core VM the share came out 0.01–0.11 at k = 16,
+// σ² = 0.001 (where the tree wins: a sample's pass of a few tens of µs
+// varies that much), 0.14–0.23 at σ² = 0.003 (where the tree's whole run
+// and the bounds' are within a few per cent) and 0.48–0.68 at k = 32,
+// σ² = 0.01 (where the tree loses).
+const treeBandShare = 0.3
 
 // boundsAtShare returns the bounds' steady pass at k centroids in Lloyd
 // passes where they search the share of the centroids for every point

@@ -321,15 +321,22 @@ func TestAutoBandProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// the model's choice's steady pass, in Lloyd passes
+	sess, err := CPU.Open(p, SessionOptions{MaxK: k + DefaultBreathe, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sess.(*autoSession).hy.choiceInLloyd(k)
+	sess.Close()
 	cfg.Algorithm = Auto
 	for _, tc := range []struct {
-		share, build float64 // the probe's pass, in the choice's; its build, in Lloyd passes
+		share, build float64 // the probe's pass, in treeBandShare of the choice's; its build, in Lloyd passes
 		beside, tree bool
-	}{{0.02, 0.5, false, true}, {0.3, 0.5, false, false}, {0.02, 100, false, false}, {0.02, 0.5, true, false}} {
+	}{{0.5, 0.5, false, true}, {1.5, 0.5, false, false}, {0.5, 100, false, false}, {0.5, 0.5, true, false}} {
 		probes := 0
 		treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
 			probes++
-			return tc.share * 0.4 * lloyd, tc.build * lloyd, lloyd // the bounds' steady pass: about 0.4–0.5
+			return tc.share * treeBandShare * c * lloyd, tc.build * lloyd, lloyd
 		}
 		probeBesideForced = tc.beside
 		m, err := Run(context.Background(), p, cfg, nil)
