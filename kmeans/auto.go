@@ -877,16 +877,33 @@ func (h *Hybrid) remaining() float64 {
 }
 
 // fall returns the factor q by which the weight a pass moves has fallen a
-// pass over the trend, and whether it falls (q below 0.95, over at least
-// three passes since the last restart).
+// pass over the trend, and whether it falls: q below 0.95 over at least
+// three passes since the last restart, or below fallSteep over two.
 func (h *Hybrid) fall() (float64, bool) {
 	tr := h.trend
-	if len(tr) < 3 || tr[0] <= 0 {
+	if len(tr) < 2 || tr[0] <= 0 {
 		return 1, false
 	}
 	q := math.Pow(tr[len(tr)-1]/tr[0], 1/float64(len(tr)-1))
+	if len(tr) == 2 {
+		return q, q < fallSteep
+	}
 	return q, q < 0.95
 }
+
+// fallSteep is the largest fall over a run's first two steady passes that
+// fall takes as a trend. A pruning algorithm's passes right after its
+// search are dear while the run moves much, and decide, with no trend to
+// extrapolate them by (ahead), weighed them as they were: on the 2-core VM
+// (table1, n = 100 000, d = 41, k = 24, the bench's start) the bounds'
+// second and third passes took 44–45 ms, GEMM was expected at 34.7, and
+// the switch, against twice its cost both ways (18.4–19.6 ms over the two
+// passes the run was guessed to have left), went either way from run to
+// run: in 2 of 5 (main) and 4 of 5 runs, GEMM's four passes then made Auto
+// 1.13–1.36 times the bounds. The weight those two passes moved fell from
+// 0.235 to 0.073 of the points, and the bounds' passes went on to 11 ms and
+// 1 ms.
+const fallSteep = 0.5
 
 // decide costs every candidate at an epoch boundary (a pruning algorithm by
 // its mean pass over those to come: ahead) and moves to the one of the

@@ -698,6 +698,39 @@ func TestRemainingTailGrows(t *testing.T) {
 	}
 }
 
+// TestFallOverTwoPasses: two steady passes whose moved weight falls
+// steeply (below fallSteep) are a trend, which foretells the passes left;
+// a gentler fall over two is not, and over three the old rule holds.
+func TestFallOverTwoPasses(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	run := func(moved ...float64) *Hybrid {
+		h := NewHybrid(HybridConfig{Key: "test", N: 100000, Dim: 41, Candidates: []Algorithm{Lloyd}, Start: Lloyd, Why: "test",
+			Defaults: map[Algorithm]Cost{Lloyd: {Unit: 1e-10}}})
+		h.Observe(time.Millisecond, 24*100000, 24, true, 1)
+		for _, m := range moved {
+			h.Observe(time.Millisecond, 24*100000, 24, false, m)
+		}
+		return h
+	}
+	// table1's n = 100 000: 0.235 then 0.073 of the points moved
+	h := run(0.235, 0.073)
+	if q, ok := h.fall(); !ok || math.Abs(q-0.073/0.235) > 1e-9 {
+		t.Errorf("0.235, 0.073: fall %g, %v", q, ok)
+	}
+	if r, want := h.remaining(), math.Log(0.073*100000)/-math.Log(0.073/0.235); math.Abs(r-want) > 1e-9 {
+		t.Errorf("0.235, 0.073: %g passes left, want %g", r, want)
+	}
+	if _, ok := run(0.2, 0.15).fall(); ok {
+		t.Error("0.2, 0.15: a fall of 0.75 over two passes taken as a trend")
+	}
+	if _, ok := run(0.2, 0.15, 0.11).fall(); !ok {
+		t.Error("0.2, 0.15, 0.11: no trend over three passes")
+	}
+	if _, ok := run(0.235).fall(); ok {
+		t.Error("one pass: a trend")
+	}
+}
+
 // writeCalibration writes raw JSON as the calibration file of dir.
 func writeCalibration(t *testing.T, dir string, v any) {
 	t.Helper()
