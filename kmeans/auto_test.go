@@ -257,11 +257,7 @@ func TestAutoFirstPassSpared(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the prices of Run's session: the bounds' steady pass c and first f
-	sess, err := CPU.Open(p, SessionOptions{MaxK: k + DefaultBreathe, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sess.(*autoSession)
+	s := twoThreadSession(t, p, k)
 	if s.hy.cur != Bounds {
 		t.Fatalf("the model's choice is %s", s.hy.cur)
 	}
@@ -295,6 +291,17 @@ func TestAutoFirstPassSpared(t *testing.T) {
 	}
 }
 
+// twoThreadSession returns the Auto session that Run opens on p for k
+// clusters on two threads, for its prices; the caller closes it.
+func twoThreadSession(t *testing.T, p *Points, k int) *autoSession {
+	t.Helper()
+	sess, err := CPU.Open(p, SessionOptions{MaxK: k + DefaultBreathe, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess.(*autoSession)
+}
+
 // TestAutoBandProbe: where the first pass's gaps fall in the band of the
 // model's choice and the probe comes before the pass (fewer than
 // probeBesideMin threads), a probe of the kd-tree whose pass takes at
@@ -322,12 +329,9 @@ func TestAutoBandProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the model's choice's steady pass, in Lloyd passes
-	sess, err := CPU.Open(p, SessionOptions{MaxK: k + DefaultBreathe, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := sess.(*autoSession).hy.choiceInLloyd(k)
-	sess.Close()
+	s := twoThreadSession(t, p, k)
+	c := s.hy.choiceInLloyd(k)
+	s.Close()
 	cfg.Algorithm = Auto
 	for _, tc := range []struct {
 		share, build float64 // the probe's pass, in treeBandShare of the choice's; its build, in Lloyd passes
