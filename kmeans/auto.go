@@ -1465,6 +1465,21 @@ func (s *autoSession) firstPass(k int) float64 {
 	return 1 + h.searchExtra(h.cur)/h.Predict(Lloyd, k, float64(k))
 }
 
+// buildPrice returns the price, in Lloyd passes of the session's threads,
+// of the whole kd-tree's build at k centroids from the probe's build b of
+// its sample, scaled to the whole tree (treeProbe's, in one-thread Lloyd
+// passes): at no less than treeBuildShare, since the sample's points fit
+// in the caches and the whole tree's need not (on the H100 host, session
+// 13, d = 32, k = 32, n = 30 000, the probe priced the build at 0.29
+// one-thread Lloyd passes where the whole build took 0.5–0.6, the model's
+// 0.49, took the tree for passes 0.07 ms cheaper than the bounds', and
+// lost its 5.5 ms build), on the session's threads (buildPassScale).
+func (s *autoSession) buildPrice(k int) func(b float64) float64 {
+	n := s.pts.Len()
+	floor, scale := treeBuildShare(n, k), buildPassScale(n, s.workers)
+	return func(b float64) float64 { return math.Max(b, floor) * scale }
+}
+
 // spared describes the first pass f of the model's choice that the tree
 // spares against its steady pass c, for Auto's why.
 func spared(f, c float64) string {
@@ -1914,16 +1929,7 @@ func (s *autoSession) probeTree(centroids []int32) {
 	// the model's choice against Lloyd, steady, in passes
 	k := len(centroids) / s.pts.Dim
 	c := h.choiceInLloyd(k)
-	build := buildPassScale(s.pts.Len(), s.workers)
-	// The probe's build of its sample, scaled to the whole tree, is taken
-	// at no less than treeBuildShare: the sample's points fit in the
-	// caches, the whole tree's need not. On the H100 host (session 13,
-	// d = 32, k = 32, n = 30 000) the probe priced the build at 0.29
-	// one-thread Lloyd passes where the whole build took 0.5–0.6 (the
-	// model's 0.49), took the tree for passes 0.07 ms cheaper than the
-	// bounds', and lost its 5.5 ms build.
-	floor := treeBuildShare(s.pts.Len(), k)
-	price := func(b float64) float64 { return math.Max(b, floor) * build }
+	price := s.buildPrice(k)
 	f := s.firstPass(k)
 	// Where the bounds will search much of every point, their price is
 	// what the gaps say. The gaps (a scan of a sample, 0.5 ms in 32
@@ -2134,10 +2140,8 @@ func (s *autoSession) gapStart(centroids []int32) {
 func (s *autoSession) probeBand(centroids []int32) bool {
 	h := s.hy
 	k := len(centroids) / s.pts.Dim
-	n := s.pts.Len()
 	c, f := h.choiceInLloyd(k), s.firstPass(k)
-	floor, scale := treeBuildShare(n, k), buildPassScale(n, s.workers)
-	price := func(b float64) float64 { return math.Max(b, floor) * scale }
+	price := s.buildPrice(k)
 	take := func(r, b float64) bool { return r <= treeBandShare*c && takeTree(r, price(b), c, f) }
 	most := func(b float64) float64 { return math.Min(treeBandShare*c, takeMost(price(b), c, f)) }
 	r, b, cut := treeProbe(s.pts, centroids, take, most, nil, s.workers)
