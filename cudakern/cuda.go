@@ -158,6 +158,12 @@ const (
 	kSegFinal    = "kq_seg_final"
 	kGather      = "kq_gather"
 	kWidenU16    = "kq_widen_u16"
+	kRdInit      = "kq_rd_init"
+	kRdHist      = "kq_rd_hist"
+	kRdSelect    = "kq_rd_select"
+	kRdScatter   = "kq_rd_scatter"
+	kRdFinish    = "kq_rd_finish"
+	kRdCompact   = "kq_rd_compact"
 )
 
 // prunedKernels take their shared memory dynamically, like the assignment
@@ -183,7 +189,8 @@ var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP
 	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPPSteps, kPPSteps8, kSyncTest, kPCGDraws, kLloydNext,
 	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16, kLoopFastP8Timed, kLoopFastP16Timed,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
-	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather, kWidenU16}
+	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather, kWidenU16,
+	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCompact}
 
 // Backend runs k-means assignment on one CUDA device. It implements
 // kmeans.Backend, and offers colour deduplication and remapping on the

@@ -3820,3 +3820,429 @@ extern "C" __global__ void __launch_bounds__(256) kq_gather(const GatherParams p
         if (p.wsrc) ((u32*)p.wdst)[s] = ((const u32*)p.wsrc)[i];
     }
 }
+
+// ---- The reduced set (reduce.go): reduceKD's parts on the device ----
+//
+// A part of c points is halved at c/2: its first half the c/2 points first
+// in (step on the axis, index) order, the axis the longest side of its box
+// (steps times the axis' step g, the first such), the box cut at the
+// median's step v. Every part stays in ascending index order (the
+// partitions are stable from the identity on), so a point goes left if its
+// step is below v, or equal to it and fewer than needl such points come
+// before it. Points are the fmtP8 words of the session (a step a byte).
+// A leaf writes its weight and weighted step sums to the slot of its
+// leftmost descendant at the last level; kq_rd_compact keeps those that
+// weigh anything, in order, as coordinates.
+
+#define RD_SPLIT 0
+#define RD_LEAF 1
+#define RD_EMPTY 2
+#define RD_TILE 2048  // kq_rd_hist and kq_rd_scatter: 256 threads, 8 points each
+#define RD_FIN 1024   // the most points of a part kq_rd_finish splits
+#define RD_HEAP 2048  // kq_rd_finish's nodes: heap index 1 (the part) to RD_HEAP - 1
+
+struct RdPart {
+    int first, count;            // the part's points: perm[first .. first+count)
+    u32 lo, hi;                  // its box in steps, byte j for axis j
+    int state, axis, v, needl;   // RD_*; the cut (kq_rd_select)
+};
+
+static_assert(sizeof(RdPart) == 32, "RdPart layout");
+
+struct RdParams {
+    u64 pts;     // u32 fmtP8 word per point
+    u64 w;       // u32 weight per point, or 0 for all ones
+    u64 src;     // u32 [n] point indices, each part's together
+    u64 dst;     // u32 [n] the same after this level's partitions
+    u64 parts;   // RdPart [2^level] of this level
+    u64 kids;    // RdPart [2^(level+1)] of the next
+    u64 thist;   // u32 [tiles][256] (kq_rd_hist)
+    u64 toff;    // u32 [tiles][2]: points below and at the median in the tiles before
+    u64 sums;    // u64 [2^depth][1+dim]: a leaf's weight, then its sums of w·step
+    u64 outc;    // i32 [parts][dim] (kq_rd_compact)
+    u64 outw;    // u32 [parts]
+    u64 scal;    // u32 [2]: parts, a part heavier than a u32
+    int n, dim, level, depth;
+    int tpp;     // tiles per part at this level
+    int pad0;
+    int g[4];    // the step of each axis
+    int lo[4];   // the coordinate of step 0 of each axis
+};
+
+static_assert(sizeof(RdParams) == 152, "RdParams layout");
+
+__device__ __forceinline__ int rd_step(u32 word, int axis) { return (word >> (8 * axis)) & 255; }
+
+// rd_decide sets the state and axis of part pt at level as reduceKD's cut
+// decides them: a leaf at the depth, of at most one point or of a box
+// without length; else split along the longest side.
+__device__ __forceinline__ void rd_decide(RdPart& pt, int level, const RdParams& p) {
+    long long span = -1;
+    int axis = 0;
+    for (int j = 0; j < p.dim; j++) {
+        const long long s = (long long)p.g[j] * (rd_step(pt.hi, j) - rd_step(pt.lo, j));
+        if (s > span) span = s, axis = j;
+    }
+    pt.axis = axis;
+    pt.state = pt.count == 0 ? RD_EMPTY : (level >= p.depth || pt.count <= 1 || span <= 0) ? RD_LEAF : RD_SPLIT;
+}
+
+__device__ __forceinline__ u32 rd_set_step(u32 box, int axis, int v) {
+    return (box & ~(255u << (8 * axis))) | (u32)v << (8 * axis);
+}
+
+__device__ __forceinline__ u64 rd_warp_sum(u64 v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ void rd_put(const RdParams& p, u64 slot, const u64 s[5]) {
+    u64* out = (u64*)p.sums + slot * (u64)(1 + p.dim);
+    out[0] = s[0];
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        if (j < p.dim) out[1 + j] = s[1 + j];
+}
+
+// rd_add adds a point's weight and weighted steps to s.
+__device__ __forceinline__ void rd_add(u64 s[5], u64 w, u32 x) {
+    s[0] += w;
+    s[1] += w * (x & 255);
+    s[2] += w * (x >> 8 & 255);
+    s[3] += w * (x >> 16 & 255);
+    s[4] += w * (x >> 24);
+}
+
+// rd_emit_block writes, with the whole block, the sums of the c points
+// idx[0..c) (global memory) to slot.
+__device__ void rd_emit_block(const RdParams& p, const u32* idx, int c, u64 slot) {
+    __shared__ u64 red[8][5];
+    const u32* W = (const u32*)p.w;
+    const u32* pts = (const u32*)p.pts;
+    u64 s[5] = {0, 0, 0, 0, 0};
+    for (int k = threadIdx.x; k < c; k += blockDim.x) {
+        const u32 i = idx[k];
+        rd_add(s, W ? W[i] : 1u, pts[i]);
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int e = 0; e < 5; e++) {
+        const u64 v = rd_warp_sum(s[e]);
+        if (lane == 0) red[warp][e] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 t[5] = {0, 0, 0, 0, 0};
+        for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+            for (int e = 0; e < 5; e++) t[e] += red[w][e];
+        rd_put(p, slot, t);
+    }
+}
+
+// rd_emit_warp writes, with one warp, the sums of the c points idx[0..c)
+// with words x[0..c) (shared memory) to slot.
+__device__ void rd_emit_warp(const RdParams& p, const u32* idx, const u32* x, int c, u64 slot) {
+    const u32* W = (const u32*)p.w;
+    const int lane = threadIdx.x & 31;
+    u64 s[5] = {0, 0, 0, 0, 0};
+    for (int k = lane; k < c; k += 32) rd_add(s, W ? W[idx[k]] : 1u, x[k]);
+    for (int e = 0; e < 5; e++) s[e] = rd_warp_sum(s[e]);
+    if (lane == 0) rd_put(p, slot, s);
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_rd_init(const RdParams p) {
+    u32* src = (u32*)p.src;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x) src[i] = i;
+}
+
+// kq_rd_hist: a block a tile of a part to split, counting its points'
+// steps on the part's axis.
+extern "C" __global__ void __launch_bounds__(256) kq_rd_hist(const RdParams p) {
+    __shared__ u32 h[256];
+    const int part = blockIdx.x / p.tpp, start = blockIdx.x % p.tpp * RD_TILE;
+    const RdPart pt = ((const RdPart*)p.parts)[part];
+    if (pt.state != RD_SPLIT || start >= pt.count) return;
+    h[threadIdx.x] = 0;
+    __syncthreads();
+    const u32* src = (const u32*)p.src + pt.first + start;
+    const u32* pts = (const u32*)p.pts;
+    const int m = min(RD_TILE, pt.count - start);
+    for (int k = threadIdx.x; k < m; k += 256) atomicAdd(&h[rd_step(pts[src[k]], pt.axis)], 1u);
+    __syncthreads();
+    ((u32*)p.thist)[(size_t)blockIdx.x * 256 + threadIdx.x] = h[threadIdx.x];
+}
+
+// kq_rd_select: a block a part. A part to split gets its median step and
+// how many points at it go left, its tiles their offsets, and its halves
+// their boxes and states as the next level's parts; a leaf writes its sums;
+// the halves of a leaf or of nothing are empty.
+extern "C" __global__ void __launch_bounds__(256) kq_rd_select(const RdParams p) {
+    __shared__ int s_v;
+    __shared__ u32 s_acc;
+    RdPart* parts = (RdPart*)p.parts;
+    const int part = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const RdPart pt = parts[part];
+    RdPart* kids = (RdPart*)p.kids + 2 * part;
+    if (pt.state != RD_SPLIT) {
+        if (pt.state == RD_LEAF) rd_emit_block(p, (const u32*)p.src + pt.first, pt.count, (u64)part << (p.depth - p.level));
+        if (tid == 0) {
+            RdPart e = pt;
+            e.count = 0, e.state = RD_EMPTY, e.v = e.needl = 0;
+            kids[0] = e;
+            e.first += pt.count;
+            kids[1] = e;
+        }
+        return;
+    }
+    const u32* th = (const u32*)p.thist + (size_t)part * p.tpp * 256;
+    const int nt = (pt.count + RD_TILE - 1) / RD_TILE;
+    u32 hb = 0;
+    for (int t = 0; t < nt; t++) hb += th[t * 256 + tid];
+    u32 total;
+    const u32 below = block_scan(hb, &total);
+    const u32 mid = pt.count / 2;
+    if (hb > 0 && below <= mid && mid < below + hb) s_v = tid, s_acc = below;
+    __syncthreads();
+    const int v = s_v;
+    const u32 needl = mid - s_acc;
+    // each tile's points below v and at v, then their sums over the tiles before
+    u32* toff = (u32*)p.toff + (size_t)part * p.tpp * 2;
+    for (int t = warp; t < nt; t += 8) {
+        u32 b = 0;
+        for (int bin = lane; bin < v; bin += 32) b += th[t * 256 + bin];
+        for (int o = 16; o > 0; o >>= 1) b += __shfl_down_sync(0xffffffffu, b, o);
+        if (lane == 0) toff[2 * t] = b, toff[2 * t + 1] = th[t * 256 + v];
+    }
+    __syncthreads();
+    u32 cb = 0, ce = 0;
+    for (int t0 = 0; t0 < nt; t0 += 256) {
+        const int t = t0 + tid;
+        u32 b = 0, e = 0;
+        if (t < nt) b = toff[2 * t], e = toff[2 * t + 1];
+        u32 tb, te;
+        const u32 xb = block_scan(b, &tb);
+        const u32 xe = block_scan(e, &te);
+        if (t < nt) toff[2 * t] = cb + xb, toff[2 * t + 1] = ce + xe;
+        cb += tb, ce += te;
+    }
+    if (tid == 0) {
+        parts[part].v = v;
+        parts[part].needl = needl;
+        RdPart l = pt, r = pt;
+        l.count = mid, l.hi = rd_set_step(pt.hi, pt.axis, v);
+        r.first = pt.first + mid, r.count = pt.count - mid, r.lo = rd_set_step(pt.lo, pt.axis, v);
+        rd_decide(l, p.level + 1, p);
+        rd_decide(r, p.level + 1, p);
+        l.v = l.needl = r.v = r.needl = 0;
+        kids[0] = l, kids[1] = r;
+    }
+}
+
+// kq_rd_scatter: a block a tile of a part to split, writing its indices
+// to their halves, in order.
+extern "C" __global__ void __launch_bounds__(256) kq_rd_scatter(const RdParams p) {
+    const int part = blockIdx.x / p.tpp, t = blockIdx.x % p.tpp, start = t * RD_TILE;
+    const RdPart pt = ((const RdPart*)p.parts)[part];
+    if (pt.state != RD_SPLIT || start >= pt.count) return;
+    const int m = min(RD_TILE, pt.count - start), k0 = threadIdx.x * (RD_TILE / 256);
+    const u32* src = (const u32*)p.src + pt.first + start;
+    u32* dst = (u32*)p.dst + pt.first;
+    const u32* pts = (const u32*)p.pts;
+    u32 idx[RD_TILE / 256], cls = 0, nb = 0, ne = 0;  // cls: 2 bits a point, 1 below v, 2 at v
+#pragma unroll
+    for (int i = 0; i < RD_TILE / 256; i++) {
+        idx[i] = 0;
+        if (k0 + i < m) {
+            idx[i] = src[k0 + i];
+            const int q = rd_step(pts[idx[i]], pt.axis);
+            if (q < pt.v) cls |= 1u << (2 * i), nb++;
+            else if (q == pt.v) cls |= 2u << (2 * i), ne++;
+        }
+    }
+    u32 tot;
+    const u32 pre = block_scan(nb | ne << 16, &tot);
+    const u32* toff = (const u32*)p.toff + ((size_t)part * p.tpp + t) * 2;
+    u32 b = toff[0] + (pre & 0xffffu), e = toff[1] + (pre >> 16);
+    const u32 needl = pt.needl, mid = pt.count / 2;
+#pragma unroll
+    for (int i = 0; i < RD_TILE / 256; i++) {
+        if (k0 + i < m) {
+            const u32 c = cls >> (2 * i) & 3, lr = b + min(e, needl);  // lr: left points before it
+            bool left = c == 1;
+            if (c == 1) b++;
+            if (c == 2) left = e < needl, e++;
+            const u32 j = start + k0 + i;
+            dst[left ? lr : mid + (j - lr)] = idx[i];
+        }
+    }
+}
+
+// rd_split_warp halves, with one warp, the node nd of kq_rd_finish (its
+// points si/sw[first .. first+count), count ≥ 2) into di/dw and returns
+// the median's step. h is the warp's histogram.
+__device__ int rd_split_warp(const RdPart& nd, const u32* si, const u32* sw, u32* di, u32* dw, u32* h) {
+    const int lane = threadIdx.x & 31, f = nd.first, c = nd.count, mid = c / 2;
+    const u32 lt = (1u << lane) - 1;
+    if (c <= 32) {
+        // a point's rank in (step, position) order; the mid least go left
+        const bool in = lane < c;
+        const int q = in ? rd_step(sw[f + lane], nd.axis) : 256;
+        int rank = 0;
+        for (int l = 0; l < c; l++) {
+            const int ql = __shfl_sync(0xffffffffu, q, l);
+            rank += ql < q || (ql == q && l < lane);
+        }
+        const bool left = rank < mid;
+        const u32 bl = __ballot_sync(0xffffffffu, in && left), br = __ballot_sync(0xffffffffu, in && !left);
+        const int at = __ffs(__ballot_sync(0xffffffffu, in && rank == mid)) - 1;
+        const int v = __shfl_sync(0xffffffffu, q, at);
+        if (in) {
+            const int k = left ? __popc(bl & lt) : mid + __popc(br & lt);
+            di[f + k] = si[f + lane], dw[f + k] = sw[f + lane];
+        }
+        return v;
+    }
+    for (int b = lane; b < 256; b += 32) h[b] = 0;
+    __syncwarp();
+    for (int k = lane; k < c; k += 32) atomicAdd(&h[rd_step(sw[f + k], nd.axis)], 1u);
+    __syncwarp();
+    // lane l has bins 8l .. 8l+7
+    u32 loc[8], sum = 0;
+    for (int i = 0; i < 8; i++) loc[i] = h[8 * lane + i], sum += loc[i];
+    u32 x = sum;
+    for (int o = 1; o < 32; o <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    u32 below = x - sum, acc = 0;
+    int mv = -1;
+    for (int i = 0; i < 8; i++) {
+        if (loc[i] > 0 && below <= (u32)mid && (u32)mid < below + loc[i]) mv = 8 * lane + i, acc = below;
+        below += loc[i];
+    }
+    const int at = __ffs(__ballot_sync(0xffffffffu, mv >= 0)) - 1;
+    const int v = __shfl_sync(0xffffffffu, mv, at);
+    const u32 needl = mid - __shfl_sync(0xffffffffu, acc, at);
+    u32 nb = 0, ne = 0;
+    for (int k0 = 0; k0 < c; k0 += 32) {
+        const int k = k0 + lane;
+        const int q = k < c ? rd_step(sw[f + k], nd.axis) : 256;
+        const bool isb = q < v, ise = q == v;
+        const u32 bb = __ballot_sync(0xffffffffu, isb), be = __ballot_sync(0xffffffffu, ise);
+        const u32 b = nb + __popc(bb & lt), e = ne + __popc(be & lt), lr = b + min(e, needl);
+        if (k < c) {
+            const bool left = isb || (ise && e < needl);
+            const int d = left ? lr : mid + (k - lr);
+            di[f + d] = si[f + k], dw[f + d] = sw[f + k];
+        }
+        nb += __popc(bb), ne += __popc(be);
+    }
+    __syncwarp();
+    return v;
+}
+
+// kq_rd_finish: a block a part of level p.level, split in shared memory
+// down to the depth, a warp a node. A node's points and box follow from
+// the cuts of its ancestors, kept in a heap: node j of sub-level s at
+// (1 << s) + j, its code the state, the axis at bit 2 and the step at 8.
+extern "C" __global__ void __launch_bounds__(256) kq_rd_finish(const RdParams p) {
+    __shared__ u32 ia[RD_FIN], ib[RD_FIN], wa[RD_FIN], wb[RD_FIN];
+    __shared__ u32 heap[RD_HEAP];
+    __shared__ u32 hist[8][256];
+    const int part = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const RdPart pt = ((const RdPart*)p.parts)[part];
+    const int S = p.depth - p.level;
+    const u64 base = (u64)part << S;
+    if (pt.state == RD_EMPTY) return;
+    if (pt.state == RD_LEAF) {
+        rd_emit_block(p, (const u32*)p.src + pt.first, pt.count, base);
+        return;
+    }
+    const u32* src = (const u32*)p.src + pt.first;
+    const u32* pts = (const u32*)p.pts;
+    for (int k = tid; k < pt.count; k += 256) {
+        const u32 i = src[k];
+        ia[k] = i, wa[k] = pts[i];
+    }
+    __syncthreads();
+    u32 *si = ia, *sw = wa, *di = ib, *dw = wb;
+    for (int s = 0; s <= S; s++) {
+        for (int j = warp; j < (1 << s); j += 8) {
+            RdPart nd = pt;
+            nd.first = 0;
+            bool alive = true;
+            for (int r = 0; r < s; r++) {
+                const u32 a = heap[(1 << r) + (j >> (s - r))];
+                if ((a & 3) != RD_SPLIT) {
+                    alive = false;
+                    break;
+                }
+                const int ax = a >> 2 & 3, v = a >> 8 & 255, mid = nd.count / 2;
+                if (j >> (s - 1 - r) & 1) nd.first += mid, nd.count -= mid, nd.lo = rd_set_step(nd.lo, ax, v);
+                else nd.count = mid, nd.hi = rd_set_step(nd.hi, ax, v);
+            }
+            u32 code = RD_EMPTY;
+            if (alive) {
+                rd_decide(nd, p.level + s, p);
+                if (nd.state == RD_LEAF) {
+                    rd_emit_warp(p, si + nd.first, sw + nd.first, nd.count, base + ((u64)j << (S - s)));
+                    code = RD_LEAF;
+                } else if (nd.state == RD_SPLIT) {
+                    const int v = rd_split_warp(nd, si, sw, di, dw, hist[warp]);
+                    code = RD_SPLIT | nd.axis << 2 | v << 8;
+                }
+            }
+            if (lane == 0) heap[(1 << s) + j] = code;
+        }
+        __syncthreads();
+        u32* t = si;
+        si = di, di = t, t = sw, sw = dw, dw = t;
+    }
+}
+
+// kq_rd_compact: one block of 1024 threads. The slots that weigh
+// anything, in order, become the parts: the weight and the weighted mean
+// of the coordinates, rounded half up (kmeans' roundDiv).
+extern "C" __global__ void __launch_bounds__(1024) kq_rd_compact(const RdParams p) {
+    __shared__ u32 ws[32];
+    const u64* sums = (const u64*)p.sums;
+    const int slots = 1 << p.depth, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, st = 1 + p.dim;
+    u32 base = 0;
+    bool heavy = false;
+    for (int s0 = 0; s0 < slots; s0 += 1024) {
+        const int s = s0 + tid;
+        const u64 w = s < slots ? sums[(size_t)s * st] : 0;
+        const u32 f = w != 0;
+        u32 x = f;
+        for (int o = 1; o < 32; o <<= 1) {
+            const u32 y = __shfl_up_sync(0xffffffffu, x, o);
+            if (lane >= o) x += y;
+        }
+        if (lane == 31) ws[warp] = x;
+        __syncthreads();
+        if (warp == 0) {
+            u32 y = ws[lane];
+            for (int o = 1; o < 32; o <<= 1) {
+                const u32 z = __shfl_up_sync(0xffffffffu, y, o);
+                if (lane >= o) y += z;
+            }
+            ws[lane] = y;
+        }
+        __syncthreads();
+        const u32 pre = (warp ? ws[warp - 1] : 0) + x - f, tot = ws[31];
+        __syncthreads();
+        if (f) {
+            const u32 o = base + pre;
+            if (w > 0xffffffffull) {
+                heavy = true;
+            } else {
+                ((u32*)p.outw)[o] = (u32)w;
+                for (int j = 0; j < p.dim; j++)
+                    ((int*)p.outc)[(size_t)o * p.dim + j] =
+                        round_div((i64)p.lo[j] * (i64)w + (i64)p.g[j] * (i64)sums[(size_t)s * st + 1 + j], w);
+            }
+        }
+        base += tot;
+    }
+    if (heavy) ((u32*)p.scal)[1] = 1;
+    if (tid == 0) ((u32*)p.scal)[0] = base;
+}

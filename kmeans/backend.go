@@ -195,6 +195,28 @@ type LloydStep struct {
 // cannot run these iterations.
 var ErrLloydUnsupported = errors.New("kmeans: batched Lloyd iterations not supported here")
 
+// A Reducer is a Backend that can make Run's reduced set of a session's
+// points where they are, such as on a device, so that the host need not
+// split them. Where Run reduces the points of a session of the backend
+// (never on the CPU backend), it asks Reduces first: if it may, Run waits
+// for the session to open and calls Reduce, else it reduces on the host
+// while the session opens.
+type Reducer interface {
+	Backend
+	// Reduces says whether Reduce may take a session on pts, whose
+	// bounds are lo and hi. It should be cheap: no pass over the points.
+	Reduces(pts *Points, lo, hi []int32) bool
+	// Reduce returns what the package's Reduce returns for the points
+	// of sess, a session of this backend, and target, part for part
+	// (nil where that is nil). An error wrapping ErrReduceUnsupported
+	// says that it cannot (these points, this target, this session).
+	Reduce(sess Session, target int) (*Points, error)
+}
+
+// ErrReduceUnsupported is wrapped by the error of a Reducer that cannot
+// reduce these points.
+var ErrReduceUnsupported = errors.New("kmeans: reduction not supported here")
+
 // MaxSeedTrials is the most draws of one Seeder step.
 const MaxSeedTrials = 32
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -433,6 +435,107 @@ func TestCoarseRunner(t *testing.T) {
 		if reduced != b.coarse || !slices.Contains(b.opened, p.Len()) {
 			t.Errorf("coarse %v: opened point sets of %v points", b.coarse, b.opened)
 		}
+	}
+}
+
+// reducingBackend is a Reducer whose sessions are CPU sessions seen only
+// through the Session interface; its Reduce is the package's, unless
+// unsupported or broken says otherwise. It counts its calls.
+type reducingBackend struct {
+	reduces     bool // what Reduces answers
+	unsupported bool // Reduce declines
+	broken      bool // Reduce fails
+	mu          sync.Mutex
+	calls       int
+	targets     []int
+}
+
+type pointsSession struct {
+	Session
+	pts *Points
+}
+
+func (b *reducingBackend) Name() string { return "reduce-test" }
+
+func (b *reducingBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
+	s, err := CPU.Open(pts, opt)
+	return pointsSession{s, pts}, err
+}
+
+func (b *reducingBackend) Reduces(pts *Points, lo, hi []int32) bool { return b.reduces }
+
+func (b *reducingBackend) Reduce(sess Session, target int) (*Points, error) {
+	b.mu.Lock()
+	b.calls++
+	b.targets = append(b.targets, target)
+	b.mu.Unlock()
+	switch {
+	case b.unsupported:
+		return nil, fmt.Errorf("test: %w", ErrReduceUnsupported)
+	case b.broken:
+		return nil, errors.New("test: the device fell over")
+	}
+	return Reduce(sess.(pointsSession).pts, target), nil
+}
+
+// TestReducer: Run asks a Reducer for its reduced set where it says it
+// may, and reduces on the host where it may not or declines; the model is
+// the CPU's either way, and a Reducer's failure is Run's.
+func TestReducer(t *testing.T) {
+	p := randomPoints(23, 40000, 3, 2040)
+	for _, k := range []int{8, 40} {
+		cfg := Config{K: k, Seed: 3, Workers: 2}
+		want, err := Run(context.Background(), p, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := min(512*k, DefaultCoarse)
+		if k <= smallK {
+			target = DefaultCoarse
+		}
+		for _, b := range []*reducingBackend{{reduces: true}, {reduces: true, unsupported: true}, {}} {
+			cfg.Backend = b
+			got, err := Run(context.Background(), p, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := sameModel(got, want); msg != "" {
+				t.Errorf("k = %d, reduces %v, unsupported %v: %s", k, b.reduces, b.unsupported, msg)
+			}
+			if wantCalls := b2i(b.reduces); b.calls != wantCalls || (b.calls > 0 && b.targets[0] != target) {
+				t.Errorf("k = %d, reduces %v: Reduce called %d times with targets %v, want %d with %d", k, b.reduces, b.calls, b.targets, wantCalls, target)
+			}
+		}
+	}
+	cfg := Config{K: 40, Seed: 3, Backend: &reducingBackend{reduces: true, broken: true}}
+	if _, err := Run(context.Background(), p, cfg, nil); err == nil || !strings.Contains(err.Error(), "fell over") {
+		t.Errorf("a failing Reduce: Run says %v", err)
+	}
+}
+
+// TestReduceIsReduceKD: Reduce is reduceKD's reduced set, nil where that
+// is, and empty for no points.
+func TestReduceIsReduceKD(t *testing.T) {
+	for _, c := range []struct {
+		p      *Points
+		target int
+	}{{randomPoints(1, 50000, 3, 2040), DefaultCoarse}, {randomPoints(2, 3000, 5, 300), 700}, {randomPoints(3, 1, 3, 2040), 10}} {
+		lo, hi := c.p.Bounds()
+		want, _ := reduceKD(c.p, lo, hi, c.target, 3)
+		got := Reduce(c.p, c.target)
+		if !slices.Equal(got.Coords, want.Coords) || !slices.Equal(got.Weights, want.Weights) {
+			t.Errorf("%d points, target %d: Reduce differs from reduceKD", c.p.Len(), c.target)
+		}
+	}
+	heavy := randomPoints(4, 1000, 3, 2040)
+	for i := range heavy.Weights {
+		heavy.Weights[i] = math.MaxUint32
+	}
+	if red := Reduce(heavy, 16); red != nil {
+		t.Errorf("parts heavier than a uint32: Reduce gives %d points, want nil", red.Len())
+	}
+	if red := Reduce(&Points{Dim: 3}, 16); red == nil || red.Len() != 0 {
+		t.Errorf("no points: Reduce gives %v", red)
 	}
 }
 

@@ -7,6 +7,24 @@ import (
 	"github.com/kquant/kquant/internal/mem"
 )
 
+// Reduce returns the reduced set of pts that Run's starts work on when
+// Config.Coarse is target: the points split by median cuts along the
+// longest side of their box, as a kd-tree does, into at most target parts
+// of nearly equal point counts, and one point per part that weighs
+// anything, at its weighted mean rounded half up to the grid, with its
+// weight, the parts in the tree's order (see reduceKD). It returns nil
+// when a part would weigh more than a uint32 holds, where Run works on
+// all points. It is the reference of a Reducer's Reduce; pts must be
+// valid (Validate).
+func Reduce(pts *Points, target int) *Points {
+	if pts.Len() == 0 {
+		return &Points{Dim: pts.Dim}
+	}
+	lo, hi := pts.Bounds()
+	red, _ := reduceKD(pts, lo, hi, target, 1)
+	return red
+}
+
 // reduceKD splits the points by median cuts along the longest side of
 // their bounding box, as a kd-tree does, into at most target parts of
 // nearly equal point counts, and returns one point per part at its weighted

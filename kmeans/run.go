@@ -153,9 +153,10 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 		var search stage
 		if reduce {
 			if !early {
-				rg := trace.StartRegion(ctx, "kmeans.reduce")
-				red, _ = reduceKD(r.pts, r.sum.lo, r.sum.hi, target, r.workers())
-				rg.End()
+				var err error
+				if red, err = r.reduceWhere(ctx, target, waitFull, &full); err != nil {
+					return nil, err
+				}
 			}
 			if red != nil {
 				var err error
@@ -223,6 +224,28 @@ func (r *runner) run(ctx context.Context) (*Model, error) {
 	}
 	defer trace.StartRegion(ctx, "kmeans.finish").End()
 	return r.finish(full, m, starts)
+}
+
+// reduceWhere returns the reduced set of the run's points for target
+// parts (reduceKD's, nil where it is nil): made by the backend where the
+// full points' session has them, once it is open, if it is a Reducer
+// that can, else on the host. waitFull waits for full to open.
+func (r *runner) reduceWhere(ctx context.Context, target int, waitFull func() error, full *stage) (*Points, error) {
+	defer trace.StartRegion(ctx, "kmeans.reduce").End()
+	if rb, ok := r.cfg.Backend.(Reducer); ok && rb.Reduces(r.pts, r.sum.lo, r.sum.hi) {
+		if err := waitFull(); err != nil {
+			return nil, err
+		}
+		red, err := rb.Reduce(full.sess, target)
+		if !errors.Is(err, ErrReduceUnsupported) {
+			if err != nil {
+				return nil, fmt.Errorf("kmeans: %s backend: %w", rb.Name(), err)
+			}
+			return red, nil
+		}
+	}
+	red, _ := reduceKD(r.pts, r.sum.lo, r.sum.hi, target, r.workers())
+	return red, nil
 }
 
 // finish fills in the labels of the full points' session, which last

@@ -1,0 +1,307 @@
+package cudakern
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"github.com/kquant/kquant/kmeans"
+)
+
+// Reduce on the device: the engine's reduced set (kmeans.Reduce) made
+// where a session's points are, so that the host neither splits them nor
+// waits for it (graf1's 232 k colours: 8.4 ms on the H100 host's 16
+// threads, the largest host share of a default run on the GPU).
+//
+// The parts are reduceKD's: a part of c points is halved at c/2, its
+// first half the c/2 points that come first in (coordinate on the axis,
+// index) order, the axis the longest side of its box (steps times the
+// axis' step, the first such), the box cut at the median's coordinate.
+// So a part's points are a set fixed by the points alone, and the device
+// may order them as it likes; it keeps every part in ascending index
+// order (the partitions are stable from the identity on), so that the
+// median's ties go left by position: a point goes left if its coordinate
+// is below the median's, or equal to it and fewer than needL such points
+// come before it.
+//
+// The first levels, whose parts are larger than rdFin points, go level
+// by level over the whole grid: kq_rd_hist counts each tile's steps on
+// its part's axis, kq_rd_select finds each part's median from them and
+// each tile's offsets, kq_rd_scatter moves the indices. Then kq_rd_finish
+// takes a part a block, in shared memory, down to the leaves (a warp a
+// node: ranks by counting up to 32 points, else a histogram), and every
+// leaf writes its weight and weighted step sums to the slot of its
+// leftmost descendant at the last level, so that kq_rd_compact, one
+// block, gives the parts that weigh anything in the tree's order.
+//
+// Only points in the fmtP8 words (a step a byte) are taken: every colour
+// in RGB. Others, and more than 2^rdMaxDepth parts, go to the host.
+
+const (
+	rdTile     = 2048 // a tile of kq_rd_hist and kq_rd_scatter: 256 threads, 8 points each (RD_TILE)
+	rdFin      = 1024 // the most points of a part that kq_rd_finish takes (RD_FIN)
+	rdHeap     = 2048 // kq_rd_finish's nodes, 1 + the heap index of the last (RD_HEAP)
+	rdMaxDepth = 16   // the most halvings: kq_rd_compact's slots
+)
+
+// Part states (RD_SPLIT, RD_LEAF, RD_EMPTY of kernels.cu).
+const (
+	rdSplit = 0
+	rdLeaf  = 1
+	rdEmpty = 2
+)
+
+// rdPart mirrors struct RdPart of kernels.cu: a part of a level, its
+// points perm[First:First+Count], its box in steps (byte j of Lo and Hi
+// for axis j), its state and, once kq_rd_select has split it, the
+// median's step V and how many points at V go left.
+type rdPart struct {
+	First, Count          int32
+	Lo, Hi                uint32
+	State, Axis, V, NeedL int32
+}
+
+// rdParams mirrors struct RdParams of kernels.cu.
+type rdParams struct {
+	Pts, W, Src, Dst, Parts, Kids, THist, TOff, Sums, OutC, OutW, Scal uint64
+	N, Dim, Level, Depth, Tpp, Pad0                                    int32
+	G, Lo                                                              [4]int32
+}
+
+// reducePlan is how the device reduces n points into at most 2^depth
+// parts: level by level over the grid until fin, then kq_rd_finish.
+type reducePlan struct {
+	n, depth, fin int
+}
+
+// planReduce returns the plan of n ≥ 1 points for target parts: depth is
+// reduceKD's, fin the first level whose parts have at most rdFin points
+// (at most depth).
+func planReduce(n, target int) reducePlan {
+	depth := 0
+	for 2<<depth <= target && 1<<depth < n {
+		depth++
+	}
+	fin := min(depth, rdMinFin)
+	for fin < depth && partMax(n, fin) > rdFin {
+		fin++
+	}
+	return reducePlan{n: n, depth: depth, fin: fin}
+}
+
+// rdMinFin is the least level at which kq_rd_finish starts (where the
+// depth allows): more blocks for it, more levels over the grid.
+var rdMinFin = 0
+
+// partMax is the most points of a part at level: halving c points leaves
+// c/2 and c − c/2.
+func partMax(n, level int) int { return (n + 1<<level - 1) >> level }
+
+// tiles returns the tiles of kq_rd_hist and kq_rd_scatter per part at level.
+func (p reducePlan) tiles(level int) int { return (partMax(p.n, level) + rdTile - 1) / rdTile }
+
+// fits reports whether the device takes the plan: the slots of
+// kq_rd_compact and the heap of kq_rd_finish hold it, and kq_rd_finish's
+// shared memory the parts it splits (at depth it splits none). Every plan
+// of at most 2^rdMaxDepth parts fits: 2^(depth−1) < n, so the nodes below
+// a part of at most rdFin points number fewer than 2·rdFin.
+func (p reducePlan) fits() bool {
+	return p.depth <= rdMaxDepth && 2<<(p.depth-p.fin) <= rdHeap && (p.fin == p.depth || partMax(p.n, p.fin) <= rdFin)
+}
+
+// maxTiles is the most tiles of a level before fin, over all its parts.
+func (p reducePlan) maxTiles() int {
+	m := 1
+	for l := range p.fin {
+		m = max(m, p.tiles(l)<<l)
+	}
+	return m
+}
+
+// decide sets the state and axis of part at level as reduceKD's cut
+// does: a leaf at depth, of at most one point, or of a box without
+// length; else split along the longest side, g[j] times its steps on
+// axis j, the first of the longest (rd_decide of kernels.cu).
+func (pt *rdPart) decide(level, depth, dim int, g [4]int32) {
+	span, axis := int64(-1), 0
+	for j := range dim {
+		s := int64(g[j]) * (int64(pt.Hi>>(8*j)&255) - int64(pt.Lo>>(8*j)&255))
+		if s > span {
+			span, axis = s, j
+		}
+	}
+	pt.Axis = int32(axis)
+	switch {
+	case pt.Count == 0:
+		pt.State = rdEmpty
+	case level >= depth || pt.Count <= 1 || span <= 0:
+		pt.State = rdLeaf
+	default:
+		pt.State = rdSplit
+	}
+}
+
+// rootPart is the part of all n points of layout L at level 0.
+func rootPart(L *layout, n, depth int) rdPart {
+	pt := rdPart{Count: int32(n)}
+	for j := range L.dim {
+		pt.Hi |= uint32((L.hi[j]-L.lo[j])/L.g[j]) << (8 * j)
+	}
+	pt.decide(0, depth, L.dim, steps32(L))
+	return pt
+}
+
+// steps32 is the layout's steps as kernels take them.
+func steps32(L *layout) [4]int32 {
+	var g [4]int32
+	for j := range L.dim {
+		g[j] = int32(L.g[j])
+	}
+	return g
+}
+
+// Reduces implements kmeans.Reducer: it says no where the points cannot
+// be fmtP8 words (planLayout's sampled steps leave more than 255 in an
+// axis' span, or the points are beyond the fast kernels' reach), which
+// the session decides, and where KQUANT_CUDA_REDUCE=host leaves the
+// reduced set to the host (benchmarks compare the two).
+func (b *Backend) Reduces(pts *kmeans.Points, lo, hi []int32) bool {
+	dim, n := pts.Dim, pts.Len()
+	if os.Getenv("KQUANT_CUDA_REDUCE") == "host" || dim < 1 || dim > fastMaxDim || n == 0 || len(lo) != dim || len(hi) != dim {
+		return false
+	}
+	L := layout{dim: dim, n: n, lo: make([]int64, dim), hi: make([]int64, dim)}
+	for j := range dim {
+		L.lo[j], L.hi[j] = int64(lo[j]), int64(hi[j])
+		c := L.lo[j] + (L.hi[j]-L.lo[j])/2
+		if L.hi[j]-c > fastRadius(dim) || c-L.lo[j] > fastRadius(dim) {
+			return false
+		}
+	}
+	g := L.sampleSteps(pts)
+	for j := range dim {
+		if uint64(L.hi[j]-L.lo[j])/max(g[j], 1) > 255 {
+			return false
+		}
+	}
+	return true
+}
+
+// Reduce implements kmeans.Reducer: the reduced set of a session of this
+// backend on fmtP8 words, made on the device and equal to
+// kmeans.Reduce's; else an error wrapping kmeans.ErrReduceUnsupported.
+func (b *Backend) Reduce(ks kmeans.Session, target int) (*kmeans.Points, error) {
+	s, ok := ks.(*session)
+	if !ok || s.b != b {
+		return nil, fmt.Errorf("cudakern: Reduce of another backend's session: %w", kmeans.ErrReduceUnsupported)
+	}
+	if s.pts == nil {
+		return nil, fmt.Errorf("cudakern: Reduce on a closed session")
+	}
+	if s.L.fmt != fmtP8 || s.L.n == 0 {
+		return nil, fmt.Errorf("cudakern: points not in bytes: %w", kmeans.ErrReduceUnsupported)
+	}
+	plan := planReduce(s.L.n, target)
+	if !plan.fits() {
+		return nil, fmt.Errorf("cudakern: %d halvings of %d points: %w", plan.depth, s.L.n, kmeans.ErrReduceUnsupported)
+	}
+	var red *kmeans.Points
+	err := b.w.do(func() error {
+		var err error
+		red, err = s.reduce(plan)
+		return err
+	})
+	return red, err
+}
+
+// reduce runs plan on the device (the context's thread).
+func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
+	b, L := s.b, &s.L
+	n, dim := L.n, L.dim
+	slots := 1 << plan.depth
+	// the buffers: two of indices, the parts of levels 0…fin (level l
+	// from part 2^l − 1 on), the tiles' counts and offsets, the slots'
+	// sums, the output and two scalars
+	partBytes := int(unsafe.Sizeof(rdPart{}))
+	sizes := []int{4 * n, 4 * n, partBytes * (2<<plan.fin - 1), 1024 * plan.maxTiles(), 8 * plan.maxTiles(),
+		8 * (1 + dim) * slots, 4 * dim * slots, 4 * slots, 16}
+	bufs := make([]uint64, len(sizes))
+	defer func() {
+		for _, p := range bufs {
+			b.free(p)
+		}
+	}()
+	for i, size := range sizes {
+		var err error
+		if bufs[i], err = b.alloc(size); err != nil {
+			return nil, err
+		}
+	}
+	src, dst, parts := bufs[0], bufs[1], bufs[2]
+	partsAt := func(level int) uint64 { return parts + uint64(partBytes*(1<<level-1)) }
+	p := rdParams{Pts: s.dPts, W: s.dW, THist: bufs[3], TOff: bufs[4], Sums: bufs[5], OutC: bufs[6], OutW: bufs[7], Scal: bufs[8],
+		N: int32(n), Dim: int32(dim), Depth: int32(plan.depth), G: steps32(L)}
+	for j := range dim {
+		p.Lo[j] = int32(L.lo[j])
+	}
+	root := rootPart(L, n, plan.depth)
+	if err := b.htod(partsAt(0), unsafe.Pointer(&root), partBytes); err != nil {
+		return nil, err
+	}
+	if err := b.memset32(p.Sums, 0, 2*(1+dim)*slots); err != nil {
+		return nil, err
+	}
+	if err := b.memset32(p.Scal, 0, 4); err != nil {
+		return nil, err
+	}
+	pp := unsafe.Pointer(&p)
+	p.Src = src
+	if err := b.launch(kRdInit, b.blocks(kRdInit, 0, (n+255)/256), 256, 0, pp); err != nil {
+		return nil, err
+	}
+	for l := range plan.fin {
+		p.Src, p.Dst, p.Parts, p.Kids = src, dst, partsAt(l), partsAt(l+1)
+		p.Level, p.Tpp = int32(l), int32(plan.tiles(l))
+		grid := plan.tiles(l) << l
+		for _, k := range []struct {
+			name string
+			grid int
+		}{{kRdHist, grid}, {kRdSelect, 1 << l}, {kRdScatter, grid}} {
+			if err := b.launch(k.name, k.grid, 256, 0, pp); err != nil {
+				return nil, err
+			}
+		}
+		src, dst = dst, src
+	}
+	p.Src, p.Dst, p.Parts, p.Kids = src, dst, partsAt(plan.fin), 0
+	p.Level, p.Tpp = int32(plan.fin), 0
+	if err := b.launch(kRdFinish, 1<<plan.fin, 256, 0, pp); err != nil {
+		return nil, err
+	}
+	if err := b.launch(kRdCompact, 1, 1024, 0, pp); err != nil {
+		return nil, err
+	}
+	var scal [2]uint32 // parts; a part too heavy
+	if err := b.dtoh(unsafe.Pointer(&scal[0]), p.Scal, 8); err != nil {
+		return nil, err
+	}
+	if scal[1] != 0 {
+		return nil, nil // as kmeans.Reduce: no reduced set
+	}
+	m := int(scal[0])
+	if m > slots {
+		return nil, fmt.Errorf("cudakern: Reduce made %d parts of at most %d", m, slots)
+	}
+	red := &kmeans.Points{Dim: dim, Coords: make([]int32, m*dim), Weights: make([]uint32, m)}
+	if m > 0 {
+		if err := b.dtoh(unsafe.Pointer(&red.Coords[0]), p.OutC, 4*m*dim); err != nil {
+			return nil, err
+		}
+		if err := b.dtoh(unsafe.Pointer(&red.Weights[0]), p.OutW, 4*m); err != nil {
+			return nil, err
+		}
+	}
+	return red, nil
+}
+
+var _ kmeans.Reducer = (*Backend)(nil)
