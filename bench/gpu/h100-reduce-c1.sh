@@ -26,14 +26,14 @@ echo "tests rc=$? $(el) s"
 grep -E '^(--- FAIL|FAIL|ok|PASS)|TestReduce' $O/tests.log | head -20
 (cd cudakern && timeout 90 $B/cudakern.test -test.run '^$' -test.bench 'BenchmarkReduce$' -test.benchtime 50x) > $O/bench-reduce.log 2>&1
 echo "bench reduce rc=$? $(el) s"
-for r in 1 2; do
+for r in 1; do
 	for where in device host; do
 		v=; [ $where = host ] && v=host
 		(cd cudakern && KQUANT_CUDA_REDUCE=$v timeout 90 $B/cudakern.test -test.run '^$' -test.bench 'BenchmarkRunStages' -test.benchtime 15x) > $O/stages-$where-$r.log 2>&1
 		echo "stages $where $r rc=$? $(el) s"
 	done
 done
-for r in 1 2 3; do
+for r in 1 2; do
 	for v in old new; do
 		for k in 16 256; do
 			for f in graf1.png altai-5120.png; do
