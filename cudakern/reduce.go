@@ -90,8 +90,14 @@ func planReduce(n, target int) reducePlan {
 }
 
 // rdMinFin is the least level at which kq_rd_finish starts (where the
-// depth allows): more blocks for it, more levels over the grid.
-var rdMinFin = 0
+// depth allows): more blocks for it, more levels over the grid. On the
+// H100 (BenchmarkReduce, two runs of 100, ms, from the first level whose
+// parts fit → from 7): smarties' 18 k colours into 32768 parts 0.70 →
+// 0.48–0.52 (32 blocks for 10 levels each, against 128 for 8), home's
+// 52 k 0.70–0.73 → 0.61–0.67; the larger sets, whose parts fit at level 8
+// or later anyway, within ±5 % (graf1 0.60 → 0.57–0.67, altai 0.55–0.57 →
+// 0.52–0.57; into 8192 parts 0.28–0.35 either way).
+var rdMinFin = 7
 
 // partMax is the most points of a part at level: halving c points leaves
 // c/2 and c − c/2.

@@ -648,12 +648,13 @@ func TestReduceOnDevice(t *testing.T) {
 
 // BenchmarkReduce: the reduced set (kmeans.DefaultCoarse and 8192 parts)
 // of the distinct colours of real images on the device, with
-// kq_rd_finish from the first level its parts fit (fin=0) and from level
-// 7, against kmeans.Reduce on one host thread.
+// kq_rd_finish from the first level its parts fit (fin=0) and from no
+// sooner than levels 5, 7 and 9 (rdMinFin), against kmeans.Reduce on one
+// host thread.
 func BenchmarkReduce(b *testing.B) {
 	g := gpu(b)
 	defer func(m int) { rdMinFin = m }(rdMinFin)
-	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
+	for _, name := range []string{"smarties.png", "home.jpg", "graf1.png", "altai-5120.png"} {
 		colors, counts, _ := UniqueRGB(loadPixels(b, name))
 		pts := colourPoints(colors, counts, "rgb")
 		sess, err := g.Open(pts, kmeans.SessionOptions{MaxK: 16})
@@ -661,7 +662,7 @@ func BenchmarkReduce(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, target := range []int{kmeans.DefaultCoarse, 8192} {
-			for _, minFin := range []int{0, 7} {
+			for _, minFin := range []int{0, 5, 7, 9} {
 				b.Run(fmt.Sprintf("%s/%d/fin=%d", name, target, minFin), func(b *testing.B) {
 					rdMinFin = minFin
 					for b.Loop() {
