@@ -177,7 +177,7 @@ func TestReduceModel(t *testing.T) {
 			if want == nil {
 				none++
 			}
-			for _, minFin := range []int{0, 3, 9} {
+			for _, minFin := range []int{0, 3, 7, 9} {
 				rdMinFin = minFin
 				plan := planReduce(c.p.Len(), target)
 				got := modelReduce(&L, words, c.p.Weights, plan)
@@ -608,7 +608,7 @@ func TestReduceOnDevice(t *testing.T) {
 		}
 		for _, target := range c.targets {
 			want := kmeans.Reduce(c.p, target)
-			for _, minFin := range []int{0, 3, 9} {
+			for _, minFin := range []int{0, 3, 7, 9} {
 				rdMinFin = minFin
 				got, err := g.Reduce(sess, target)
 				if err != nil {
