@@ -147,23 +147,11 @@ type layout struct {
 // (packColours); anything else takes the exact pass (steps). The words
 // come from ub (Open's staging; nil: Go memory).
 func planLayout(pts *kmeans.Points, lo, hi []int32, ub *upBuf) (layout, []uint32) {
-	dim, n := pts.Dim, pts.Len()
-	L := layout{dim: dim, n: n, npad: padded(n), fmt: fmtI32}
-	L.lo, L.hi, L.center = make([]int64, dim), make([]int64, dim), make([]int64, dim)
-	if n == 0 {
+	L := boxLayout(pts, lo, hi)
+	if !L.fast {
 		return L, nil
 	}
-	var rp int64
-	for j := range dim {
-		L.lo[j], L.hi[j] = int64(lo[j]), int64(hi[j])
-		L.center[j] = L.lo[j] + (L.hi[j]-L.lo[j])/2
-		rp = max(rp, L.hi[j]-L.center[j], L.center[j]-L.lo[j])
-	}
-	L.radius = fastRadius(dim)
-	if L.radius < 0 || rp > L.radius || n > math.MaxInt32-padMultiple {
-		return L, nil
-	}
-	L.fast = true
+	dim := L.dim
 	sampled := L.sampleSteps(pts)
 	if L.stepsDecided(sampled) {
 		L.setSteps(sampled)
@@ -193,6 +181,28 @@ func planLayout(pts *kmeans.Points, lo, hi []int32, ub *upBuf) (layout, []uint32
 	}
 	L.setSteps(L.steps(pts))
 	return L, L.pack(pts, ub)
+}
+
+// boxLayout is the layout of pts, whose bounds are lo and hi, as far as
+// their box decides it: its centre and, where every coordinate lies within
+// fastRadius of it (and the points are few enough to index), fast, in a
+// format the steps decide (planLayout); else fmtI32.
+func boxLayout(pts *kmeans.Points, lo, hi []int32) layout {
+	dim, n := pts.Dim, pts.Len()
+	L := layout{dim: dim, n: n, npad: padded(n), fmt: fmtI32}
+	L.lo, L.hi, L.center = make([]int64, dim), make([]int64, dim), make([]int64, dim)
+	if n == 0 {
+		return L
+	}
+	var rp int64
+	for j := range dim {
+		L.lo[j], L.hi[j] = int64(lo[j]), int64(hi[j])
+		L.center[j] = L.lo[j] + (L.hi[j]-L.lo[j])/2
+		rp = max(rp, L.hi[j]-L.center[j], L.center[j]-L.lo[j])
+	}
+	L.radius = fastRadius(dim)
+	L.fast = L.radius >= 0 && rp <= L.radius && n <= math.MaxInt32-padMultiple
+	return L
 }
 
 // padded returns n points padded to a multiple of padMultiple.
@@ -226,14 +236,25 @@ func (L *layout) sampleSteps(pts *kmeans.Points) [4]uint64 {
 // axis' span a smaller true step leaves more, and the layout is fmtP16,
 // which keeps no steps.
 func (L *layout) stepsDecided(sampled [4]uint64) bool {
+	if L.wide(sampled) {
+		return true
+	}
 	small := true
 	for j := range L.dim {
-		if uint64(L.hi[j]-L.lo[j])/max(sampled[j], 1) > 255 {
-			return true
-		}
 		small = small && sampled[j] <= 1
 	}
 	return small
+}
+
+// wide reports whether steps g (multiples of the true ones) leave more
+// than 255 of them in an axis' span: then the points are not fmtP8 words.
+func (L *layout) wide(g [4]uint64) bool {
+	for j := range L.dim {
+		if uint64(L.hi[j]-L.lo[j])/max(g[j], 1) > 255 {
+			return true
+		}
+	}
+	return false
 }
 
 // powersOfTwo reports whether every step is 0 or a power of two.

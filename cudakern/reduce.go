@@ -172,25 +172,11 @@ func steps32(L *layout) [4]int32 {
 // the session decides, and where KQUANT_CUDA_REDUCE=host leaves the
 // reduced set to the host (benchmarks compare the two).
 func (b *Backend) Reduces(pts *kmeans.Points, lo, hi []int32) bool {
-	dim, n := pts.Dim, pts.Len()
-	if os.Getenv("KQUANT_CUDA_REDUCE") == "host" || dim < 1 || dim > fastMaxDim || n == 0 || len(lo) != dim || len(hi) != dim {
+	if os.Getenv("KQUANT_CUDA_REDUCE") == "host" || pts.Len() == 0 || len(lo) != pts.Dim || len(hi) != pts.Dim {
 		return false
 	}
-	L := layout{dim: dim, n: n, lo: make([]int64, dim), hi: make([]int64, dim)}
-	for j := range dim {
-		L.lo[j], L.hi[j] = int64(lo[j]), int64(hi[j])
-		c := L.lo[j] + (L.hi[j]-L.lo[j])/2
-		if L.hi[j]-c > fastRadius(dim) || c-L.lo[j] > fastRadius(dim) {
-			return false
-		}
-	}
-	g := L.sampleSteps(pts)
-	for j := range dim {
-		if uint64(L.hi[j]-L.lo[j])/max(g[j], 1) > 255 {
-			return false
-		}
-	}
-	return true
+	L := boxLayout(pts, lo, hi)
+	return L.fast && !L.wide(L.sampleSteps(pts))
 }
 
 // Reduce implements kmeans.Reducer: the reduced set of a session of this

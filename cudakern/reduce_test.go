@@ -156,6 +156,44 @@ func reduceInputs() []struct {
 	return in
 }
 
+// TestReduces: the device reduces colours on the grid of Scale-8 RGB and
+// every fmtP8 set of the model's inputs, and says no to a set whose steps
+// leave more than 255 in a span, to more dimensions than the fast
+// kernels', to no points, and with KQUANT_CUDA_REDUCE=host. (Reduces
+// reads no device.)
+func TestReduces(t *testing.T) {
+	var b *Backend
+	reduces := func(p *kmeans.Points) bool {
+		lo, hi := p.Bounds()
+		return b.Reduces(p, lo, hi)
+	}
+	for _, c := range reduceInputs() {
+		if !reduces(c.p) {
+			t.Errorf("%s: Reduces says no", c.name)
+		}
+	}
+	wide := clusteredColours(1, 5000, [3]int32{1, 1, 1})
+	for i := range wide.Coords {
+		wide.Coords[i] = wide.Coords[i]*3 + int32(i/3%2) // steps of 1 over a span of 766
+	}
+	d5 := &kmeans.Points{Dim: 5, Coords: make([]int32, 5*100)}
+	for i := range d5.Coords {
+		d5.Coords[i] = int32(i % 7)
+	}
+	for name, p := range map[string]*kmeans.Points{"wide": wide, "dim 5": d5} {
+		if reduces(p) {
+			t.Errorf("%s: Reduces says yes", name)
+		}
+	}
+	if b.Reduces(&kmeans.Points{Dim: 3}, []int32{0, 0, 0}, []int32{0, 0, 0}) {
+		t.Error("no points: Reduces says yes")
+	}
+	t.Setenv("KQUANT_CUDA_REDUCE", "host")
+	if reduces(clusteredColours(1, 5000, [3]int32{8, 8, 8})) {
+		t.Error("KQUANT_CUDA_REDUCE=host: Reduces says yes")
+	}
+}
+
 // TestReduceModel: the kernels' algorithm, run on the host as modelReduce
 // (a step for each kernel, its per-thread arithmetic as written there),
 // gives kmeans.Reduce's reduced set on every input, with kq_rd_finish
