@@ -671,6 +671,15 @@ func (s *meteredSession) ProfileAhead(on, utility bool) {
 	}
 }
 
+// BreatheOutAhead passes the engine's hint on (kmeans.OutBreather), so
+// that the breaths out the device chains are timed as the engine sees
+// them.
+func (s *meteredSession) BreatheOutAhead(n int, tol float64) {
+	if ob, ok := s.Session.(kmeans.OutBreather); ok {
+		ob.BreatheOutAhead(n, tol)
+	}
+}
+
 // BenchmarkRunStages: whole quantize runs on the deduplicated colours of
 // real images with the GPU, the reduced set on the device: the run's wall
 // time, and the time and count of the sessions' opens, Assigns and

@@ -164,6 +164,7 @@ const (
 	kRdScatter   = "kq_rd_scatter"
 	kRdFinish    = "kq_rd_finish"
 	kRdCompact   = "kq_rd_compact"
+	kBrShrink    = "kq_br_shrink"
 )
 
 // prunedKernels take their shared memory dynamically, like the assignment
@@ -190,7 +191,7 @@ var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP
 	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16, kLoopFastP8Timed, kLoopFastP16Timed,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather, kWidenU16,
-	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCompact}
+	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCompact, kBrShrink}
 
 // Backend runs k-means assignment on one CUDA device. It implements
 // kmeans.Backend, and offers colour deduplication and remapping on the

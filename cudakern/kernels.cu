@@ -1928,6 +1928,127 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
 
 extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParams p) { lloyd_next_block(p, p.it); }
 
+// ------------------------------------------------- a breath out, chained
+//
+// kq_br_shrink starts the Lloyd run of breathing k-means' breath out on
+// the device, after the batch of the grown run (session.BreatheOutAhead),
+// as the engine would start it: where that batch's run ended and was
+// profiled with the utility (its SCAL_PROF, the gate), it removes n of
+// its kg centroids as kmeans' remove does (the order: the centroids past
+// nfixed by utility ascending, ties by index; each taken in turn, unless
+// frozen, freezes every other centroid within 1.21 times its squared
+// distance to its nearest other one; where fewer than n were taken, the
+// first of the order not taken), writes the rest, in index order, to out
+// (the chained run's centroids) and keep (for the host's check), and the
+// first pass's tables (the fragments where fast, and the float4 centres).
+// Where the gate is clear, or a centroid lies outside the fast kernels'
+// range, it sets the chained run's SCAL_STOP to BR_OFF, and its pass,
+// loop and profile do nothing. One block; kg ≤ BR_MAXK.
+
+#define BR_MAXK 1024
+#define BR_OFF 0xffffffffull
+
+struct ShrinkParams {
+    u64 gate;       // u64: the grown batch's SCAL_PROF
+    u64 util;       // u64 [kg]: the grown run's utility of each centroid
+    u64 cur;        // int32 [kg·dim]: the grown run's centroids
+    u64 out, keep;  // int32 [k·dim]: the centroids kept (k = kg − n)
+    u64 frag;       // the first pass's fragments (u32 [kpad][4]), where fast
+    u64 cent;       // its float4 centres [k]
+    u64 stop;       // u64: the chained run's SCAL_STOP
+    int kg, n, nfixed, dim;
+    int kpad, fast, pad0, pad1;
+    int center[4];
+    long long radius;
+};
+
+static_assert(sizeof(ShrinkParams) == 120, "ShrinkParams layout");
+static_assert(__builtin_offsetof(ShrinkParams, kg) == 64, "ShrinkParams.kg");
+static_assert(__builtin_offsetof(ShrinkParams, center) == 96, "ShrinkParams.center");
+
+// br_dist is kmeans.Dist of centroids a and b of cur: wrapping uint64.
+__device__ __forceinline__ u64 br_dist(const int* cur, int a, int b, int dim) {
+    u64 s = 0;
+    for (int j = 0; j < dim; j++) {
+        const i64 d = (i64)cur[a * dim + j] - cur[b * dim + j];
+        s += (u64)(d * d);
+    }
+    return s;
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_br_shrink(const ShrinkParams p) {
+    __shared__ u64 su[BR_MAXK];
+    __shared__ short sord[BR_MAXK];          // the order: its i-th centroid
+    __shared__ unsigned char sfl[BR_MAXK];   // 1: removed, 2: frozen
+    __shared__ u64 sred[8];
+    const int kg = p.kg, dim = p.dim, nf = p.nfixed, tid = threadIdx.x;
+    const int* cur = (const int*)p.cur;
+    if (*(volatile const u64*)p.gate == 0) {
+        if (tid == 0) *(u64*)p.stop = BR_OFF;
+        return;
+    }
+    for (int c = tid; c < kg; c += blockDim.x) su[c] = ((const u64*)p.util)[c], sfl[c] = 0;
+    __syncthreads();
+    for (int c = nf + tid; c < kg; c += blockDim.x) {
+        const u64 u = su[c];
+        int r = 0;
+        for (int o = nf; o < kg; o++) r += su[o] < u || (su[o] == u && o < c);
+        sord[r] = (short)c;
+    }
+    __syncthreads();
+    int left = p.n;  // the same in every thread
+    for (int i = 0; i < kg - nf && left > 0; i++) {
+        const int c = sord[i];
+        if (sfl[c] & 2) continue;
+        left--;
+        u64 nn = ~0ull;
+        for (int o = tid; o < kg; o += blockDim.x)
+            if (o != c) nn = min(nn, br_dist(cur, c, o, dim));
+        for (int d = 16; d > 0; d >>= 1) nn = min(nn, shfl_u64(nn, (tid & 31) ^ d));
+        if ((tid & 31) == 0) sred[tid >> 5] = nn;
+        __syncthreads();  // every thread has read sfl[c] too
+        nn = sred[0];
+        for (int w = 1; w < (int)(blockDim.x >> 5); w++) nn = min(nn, sred[w]);
+        const double lim = 1.21 * (double)nn;
+        for (int o = tid; o < kg; o += blockDim.x)
+            if (o != c && (double)br_dist(cur, c, o, dim) <= lim) sfl[o] |= 2;
+        if (tid == 0) sfl[c] |= 1;
+        __syncthreads();  // sred and sfl read before the next centroid's
+    }
+    if (tid == 0) {
+        for (int i = 0; i < kg - nf && left > 0; i++) {
+            const int c = sord[i];
+            if (!(sfl[c] & 1)) sfl[c] |= 1, left--;
+        }
+    }
+    __syncthreads();
+    const int k = kg - p.n;
+    int* out = (int*)p.out;
+    int* keep = (int*)p.keep;
+    int unfit = 0;
+    for (int c = tid; c < kg; c += blockDim.x) {
+        if (sfl[c] & 1) continue;
+        int pos = 0;
+        for (int o = 0; o < c; o++) pos += !(sfl[o] & 1);
+        int x[4] = {0, 0, 0, 0};
+        i64 norm = 0;
+        for (int j = 0; j < dim; j++) {
+            const int v = cur[c * dim + j];
+            out[pos * dim + j] = v, keep[pos * dim + j] = v;
+            const i64 xj = (i64)v - p.center[j];
+            if (xj > p.radius || -xj > p.radius) unfit = 1;
+            x[j] = (int)xj;
+            norm += xj * xj;
+        }
+        if (p.fast) put_frag((u32*)p.frag + 4 * pos, x, norm);
+        ((float4*)p.cent)[pos] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)x[3]);
+    }
+    if (p.fast)
+        for (int c = k + tid; c < p.kpad; c += blockDim.x) pad_frag((u32*)p.frag + 4 * c);
+    unfit = __syncthreads_or(unfit);
+    if (unfit && tid == 0) *(u64*)p.stop = BR_OFF;
+}
+
 // PhaseClock is the phase counters of the loop kernels (benchmarks): in
 // block 0's thread 0, where the kernel's phases buffer (PP_PHASES or
 // LL_PHASES u64s) is given, mark(ph) adds the SM cycles since the last
@@ -2026,6 +2147,9 @@ __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
     }
     for (int c = threadIdx.x; c < k; c += blockDim.x) scent[c] = ((const float4*)p.cent)[c];
     for (int i = threadIdx.x; i < ns; i += blockDim.x) stot[i] = ((const u64*)p.acc)[i];
+    // a chained run that kq_br_shrink stopped before its first pass: the
+    // same in every block
+    if (((volatile const u64*)p.scal)[SCAL_STOP] != 0) return;
     u64 prev = p.prev, before = 0;  // the record before's inertia and flags
     __syncthreads();
     for (int it = 0;; it++) {

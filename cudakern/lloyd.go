@@ -143,13 +143,25 @@ func (s *session) batchKernel(cent []int32) (string, error) {
 	if os.Getenv("KQUANT_CUDA_LLOYD") == "step" {
 		return "", errLloydStepwise
 	}
-	unsupported := func(why string) (string, error) {
-		return "", fmt.Errorf("cudakern: batched passes: %s: %w", why, kmeans.ErrLloydUnsupported)
-	}
 	if L.n == 0 || L.dim == 0 || len(cent)%L.dim != 0 || len(cent) == 0 {
-		return unsupported("no points or centroids")
+		return batchUnsupported("no points or centroids")
 	}
-	k := len(cent) / L.dim
+	if !L.fastFits(cent) {
+		return batchUnsupported("centroids outside the fast kernels' exact range")
+	}
+	return s.batchKernelAt(len(cent) / L.dim)
+}
+
+// batchUnsupported is batchKernel's answer where a batch cannot run, why.
+func batchUnsupported(why string) (string, error) {
+	return "", fmt.Errorf("cudakern: batched passes: %s: %w", why, kmeans.ErrLloydUnsupported)
+}
+
+// batchKernelAt is batchKernel for k centroids that lie within the fast
+// kernels' exact range.
+func (s *session) batchKernelAt(k int) (string, error) {
+	L := &s.L
+	unsupported := batchUnsupported
 	algo := s.algo
 	if s.hy != nil {
 		algo = s.hy.Current()
@@ -163,8 +175,8 @@ func (s *session) batchKernel(cent []int32) (string, error) {
 		return unsupported("algorithm " + string(algo))
 	case !s.allowFast || s.label32 || k > s.capK || k > 65535:
 		return unsupported("no fast kernel")
-	case 16*((k+7)/8*8)+8*k*(1+L.dim) > s.b.smem || !L.fastFits(cent):
-		return unsupported("centroids outside the fast kernels' exact range")
+	case 16*((k+7)/8*8)+8*k*(1+L.dim) > s.b.smem:
+		return unsupported("too many centroids for the fast kernels' shared memory")
 	}
 	p8 := L.fmt == fmtP8
 	if L.dim <= 3 && k <= smallK && k <= fastChunk {
@@ -222,6 +234,13 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 	s.pcache.ok = false // a batch's profile no longer describes the labelling
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if s.out.ready {
+		// the breath out that the last batch chained, if this is it
+		s.out.ready = false
+		if s.out.takes(s, cent, nfixed, tol, prev, steps) {
+			return s.takeOut(cent)
+		}
 	}
 	kernel, err := s.batchKernel(cent)
 	if err != nil {
@@ -345,10 +364,21 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 			// last, on its centres and labels, where kq_lloyd_next set
 			// SCAL_PROF
 			rg = trace.StartRegion(ctx, "cudakern.batch-profile")
-			if err := s.profileLaunch(kProfileF32, kp.Cent, bs.dRec, s.dAcc+8*scalProf, k, util, true); err != nil {
+			if err := s.profileLaunch(kProfileF32, kp.Cent, bs.dRec, s.dAcc+8*scalProf, k, util, s.dLabels); err != nil {
 				return err
 			}
 			rg.End()
+		}
+		chained := false
+		if looped && util && prev == nil && s.out.n > 0 {
+			// the breath out the engine will ask for where this run
+			// ends, after it in stream order (breathe.go)
+			rg = trace.StartRegion(ctx, "cudakern.batch-chain")
+			chained, err = s.chainOut(lp, bs.dRec+uint64(8*k), steps)
+			rg.End()
+			if err != nil {
+				return err
+			}
 		}
 		rg = trace.StartRegion(ctx, "cudakern.batch-wait")
 		if err := b.dtoh(unsafe.Pointer(&acc[0]), s.dAcc, 8*len(acc)); err != nil {
@@ -361,12 +391,29 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		if need := head + stride*ran; len(bs.recs) < need {
 			bs.recs = make([]byte, need)
 		}
-		return b.dtoh(unsafe.Pointer(&bs.recs[0]), bs.dRec, head+stride*ran)
+		if err := b.dtoh(unsafe.Pointer(&bs.recs[0]), bs.dRec, head+stride*ran); err != nil {
+			return err
+		}
+		if chained {
+			return s.chainRead()
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	prof, recs := bs.recs[:head], bs.recs[head:head+stride*ran]
+	return s.batchDone(cent, kernel, acc, bs.recs[:head], bs.recs[head:head+stride*ran], stride, ahead, util)
+}
+
+// batchDone returns the records of a batch from centroids cent, whose
+// passes ran kernel, from what it read back: its scalars and sums (acc),
+// its profile (prof, under ProfileAhead: ahead, with the utility if
+// util) and its records (stride bytes each); and leaves the session as
+// after the batch's last pass.
+func (s *session) batchDone(cent []int32, kernel string, acc []uint64, prof, recs []byte, stride int, ahead, util bool) ([]kmeans.LloydStep, error) {
+	dim := s.L.dim
+	k := len(cent) / dim
+	ran := len(recs) / stride
 	out := make([]kmeans.LloydStep, 0, ran)
 	last := cent
 	// the records' counts and centroids, copied as the device wrote them
@@ -401,7 +448,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("cudakern: a batch of %d passes recorded none", steps)
+		return nil, fmt.Errorf("cudakern: a batch of %d passes recorded none", ran)
 	}
 	if ahead && acc[scalProf] != 0 {
 		// kq_lloyd_next profiled the labelling it stopped on, which must
@@ -416,7 +463,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 		}
 		pc.vals = pc.vals[:2*k]
 		clear(pc.vals)
-		for i := range pslots {
+		for i := range len(prof) / 8 {
 			pc.vals[i] = binary.LittleEndian.Uint64(prof[8*i:])
 		}
 		pc.ok, pc.util, pc.k = true, util, k
@@ -427,7 +474,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 	s.acc = acc
 	s.fallbacks = acc[2]
 	s.last, s.lastFast, s.lastKern = s.cur, true, kernel
-	s.work = uint64(L.n) * uint64(k)
+	s.work = uint64(s.L.n) * uint64(k)
 	s.wwork = s.work
 	s.passes += len(out)
 	return out, nil

@@ -70,6 +70,11 @@ func TestParamsLayout(t *testing.T) {
 			unsafe.Sizeof(ll), unsafe.Offsetof(ll.LP), unsafe.Offsetof(ll.Bar), unsafe.Offsetof(ll.Phases),
 			unsafe.Offsetof(ll.Bufs), unsafe.Offsetof(ll.Psmem))
 	}
+	var br shrinkParams
+	if unsafe.Sizeof(br) != 120 || unsafe.Offsetof(br.Kg) != 64 || unsafe.Offsetof(br.Center) != 96 || unsafe.Offsetof(br.Radius) != 112 {
+		t.Errorf("shrinkParams: size %d, Kg at %d, Center at %d, Radius at %d; want 120, 64, 96, 112",
+			unsafe.Sizeof(br), unsafe.Offsetof(br.Kg), unsafe.Offsetof(br.Center), unsafe.Offsetof(br.Radius))
+	}
 	var pl ppLoop
 	if unsafe.Sizeof(pl) != 472 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 456 || unsafe.Offsetof(pl.Phases) != 464 {
 		t.Errorf("ppLoop: size %d, Bar at %d, Steps at %d, Phases at %d; want 472, 408, 456, 464",

@@ -90,7 +90,11 @@ func (s *session) profileJob(kernel string, byLabel bool, inertia, utility []uin
 		if err := b.memset32(s.dProf, 0, 2*slots); err != nil {
 			return err
 		}
-		if err := s.profileLaunch(kernel, s.dUp, s.dProf, 0, k, utility != nil, byLabel); err != nil {
+		var labels uint64
+		if byLabel {
+			labels = s.dLabels
+		}
+		if err := s.profileLaunch(kernel, s.dUp, s.dProf, 0, k, utility != nil, labels); err != nil {
 			return err
 		}
 		return b.dtoh(unsafe.Pointer(&out[0]), s.dProf, 8*slots)
@@ -180,12 +184,12 @@ func (s *session) profCentroids(kernel string, centroids []int32) int {
 // thread, over the session's points (their int32 columns: ensureI32
 // first) for the k centroids at cent (centred, in the kernel's type: see
 // profCentroids) into out (profSlots(k, util) slots, which the caller
-// zeroed). With byLabel the labels on the device must be the labelling of
-// those centroids (profKernel says where they may stand for it): the
-// inertia alone then takes one thread and one distance a point, and the
-// utility's scan needs no index. With gate not 0 the kernel runs only
+// zeroed). With labels not 0, the labels there (the session's, or a
+// chained run's) must be the labelling of those centroids (profKernel
+// says where they may stand for it): the inertia alone then takes one
+// thread and one distance a point, and the utility's scan needs no index. With gate not 0 the kernel runs only
 // where the u64 there is not 0 (LloydSteps' SCAL_PROF).
-func (s *session) profileLaunch(kernel string, cent, out, gate uint64, k int, util, byLabel bool) error {
+func (s *session) profileLaunch(kernel string, cent, out, gate uint64, k int, util bool, labels uint64) error {
 	b, L := s.b, &s.L
 	p := &profParams{Pts: s.dI32, Weights: s.dW, Cent: cent, Out: out, Gate: gate,
 		N: int32(L.n), Npad: int32(L.npad), K: int32(k), Dim: int32(L.dim)}
@@ -194,8 +198,8 @@ func (s *session) profileLaunch(kernel string, cent, out, gate uint64, k int, ut
 		p.Util = 1
 	}
 	threads := L.n * profSplit
-	if byLabel {
-		p.Labels = s.dLabels
+	if labels != 0 {
+		p.Labels = labels
 		if s.label32 {
 			p.Label32 = 1
 		}

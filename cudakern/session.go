@@ -164,6 +164,7 @@ type session struct {
 	pass  passLaunch // lloydPass's last launch
 	batch *batchState
 
+	out        outBreath // a breath out chained after a batch (breathe.go)
 	ahead      int       // what a batch profiles of its last labelling: aheadNone, aheadInertia or aheadUtility (ProfileAhead)
 	pcache     profCache // a batch's profile of the session's labelling (profile.go)
 	profCached int       // Profiles answered from pcache (tests)
@@ -258,6 +259,7 @@ func (s *session) release() {
 	if s.batch != nil {
 		s.batch.release(s.b)
 	}
+	s.out.release(s.b)
 	b := s.b
 	for _, p := range []*uint64{&s.dPts, &s.dI32, &s.dW, &s.dLabels, &s.dUp, &s.dAcc, &s.dProf, &s.dCells} {
 		b.free(*p)
@@ -292,6 +294,7 @@ func (s *session) Close() error {
 // Assign implements kmeans.Session.
 func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stats) error {
 	s.pcache.ok = false // a batch's profile no longer describes the labelling
+	s.out.ready = false // the engine left the breath, if one was chained
 	if s.pts == nil {
 		return errors.New("cudakern: Assign on a closed session")
 	}
@@ -472,27 +475,14 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 	fastSmem := 16*kpad + 8*slots
 	useFast := fast && s.allowFast && !s.label32 && fastSmem <= b.smem && L.fastFits(centroids)
 
-	p := kparams{
-		Weights: s.dW, Labels: s.dLabels,
-		Acc: s.dAcc + 8*nscal, Scal: s.dAcc,
-		N: int32(L.n), Npad: int32(L.npad), K: int32(k), Kpad: int32(kpad), Dim: int32(dim),
-		Flags: flags,
-	}
-	if s.label32 {
-		p.Label32 = 1
-	}
+	p := s.passParams(k, flags, s.dLabels, s.dAcc)
 	up := upHeader
 	var kernel string
 	var smem, work int
 	if useFast {
-		p.Pts, p.Fmt = s.dPts, int32(L.fmt)
-		sb, chunk := indexBits(kpad)
-		p.S, p.Chunk = int32(sb), int32(chunk)
-		L.fastParams(&p)
 		up += 16*kpad + 16*k
 		s.grow(up)
-		p.Frag = s.dUp + upHeader
-		p.Cent = s.dUp + uint64(upHeader+16*kpad)
+		s.fastTables(&p, s.dUp+upHeader)
 		// Which kernel: the integer ones' conditions are checked only
 		// where they could be picked, and each kernel's tables are made
 		// only for it (on a small set they cost more than the kernel).
@@ -528,14 +518,12 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		case kFastP8M2, kFastP16M2:
 			L.fragments(centroids, kpad, frag)
 			L.centres(centroids, cent)
-		case kFastP8M4, kFastP16M4:
-			L.fragments(centroids, kpad, frag)
+		case kFastP8M4, kFastP16M4, kSmallP8, kSmallP16:
+			if kernel == kFastP8M4 || kernel == kFastP16M4 {
+				L.fragments(centroids, kpad, frag)
+			}
 			L.centres(centroids, cent)
-			perIter *= 2
-		case kSmallP8, kSmallP16:
-			L.centres(centroids, cent)
-			perIter = 256 * 4
-			smem = 16*k + 8*slots
+			smem, perIter = batchShape(kernel, k, dim)
 		case kIDPP8, kCellP8, kCell16P8:
 			kq := (k + 3) &^ 3
 			smem = 16*kq + 8*slots
@@ -595,19 +583,8 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 		work = (L.n + 255) / 256
 	}
 	grid := b.blocks(kernel, smem, work)
-	if useFast && s.pts.Weights == nil {
-		// Unweighted points: a block's sums stay below 2^31 in magnitude
-		// when it takes fewer than 2^19 points (each adds or moves |x| <
-		// 2^11 at most twice), so 32-bit shared slots are exact.
-		perBlock := (L.n + grid - 1) / grid
-		if perBlock+512 < 1<<19 {
-			p.Flags |= flagAcc32
-		}
-		if k <= 64 {
-			// few clusters: a warp's labels repeat, so adding each group
-			// once saves contended atomics (match + reduce per group)
-			p.Flags |= flagAggregate
-		}
+	if useFast {
+		s.unweighted(&p, grid)
 	}
 	*(*kparams)(unsafe.Pointer(&s.up[0])) = p
 	if err := b.htod(s.dUp, unsafe.Pointer(&s.up[0]), up); err != nil {
@@ -640,6 +617,68 @@ func (s *session) lloydPass(centroids []int32, k int, fast bool, flags int32) er
 	s.lastKern = kernel
 	s.lastTile = p.Flags&flagTile != 0
 	return s.mark(false)
+}
+
+// passParams returns the parameters of a pass at k clusters with flags
+// that labels the points into labels and adds its sums and scalars to
+// acc (the session's own buffers, or a chained run's: breathe.go).
+func (s *session) passParams(k int, flags int32, labels, acc uint64) kparams {
+	L := &s.L
+	p := kparams{
+		Weights: s.dW, Labels: labels,
+		Acc: acc + 8*nscal, Scal: acc,
+		N: int32(L.n), Npad: int32(L.npad), K: int32(k), Kpad: int32((k + 7) / 8 * 8), Dim: int32(L.dim),
+		Flags: flags,
+	}
+	if s.label32 {
+		p.Label32 = 1
+	}
+	return p
+}
+
+// fastTables sets the fields of p that the fast and small kernels read:
+// the points' words and how to decode them, the index bits, and their
+// tables at tables: the fragments (16·kpad bytes), then the float4
+// centres.
+func (s *session) fastTables(p *kparams, tables uint64) {
+	L := &s.L
+	p.Pts, p.Fmt = s.dPts, int32(L.fmt)
+	sb, chunk := indexBits(int(p.Kpad))
+	p.S, p.Chunk = int32(sb), int32(chunk)
+	L.fastParams(p)
+	p.Frag = tables
+	p.Cent = tables + uint64(16*p.Kpad)
+}
+
+// batchShape returns the shared memory of a pass of a batch kernel (the
+// fast kernel of four m-tiles or a small one) at k clusters of dim
+// coordinates, and the points a block takes a step.
+func batchShape(kernel string, k, dim int) (smem, perIter int) {
+	slots := k * (1 + dim)
+	if kernel == kSmallP8 || kernel == kSmallP16 {
+		return 16*k + 8*slots, 256 * 4
+	}
+	return 16*((k+7)/8*8) + 8*slots, 8 * 32 * 2
+}
+
+// unweighted adds to p, a fast or small kernel's pass of grid blocks, the
+// flags that unweighted points allow.
+func (s *session) unweighted(p *kparams, grid int) {
+	if s.pts.Weights != nil {
+		return
+	}
+	// Unweighted points: a block's sums stay below 2^31 in magnitude
+	// when it takes fewer than 2^19 points (each adds or moves |x| <
+	// 2^11 at most twice), so 32-bit shared slots are exact.
+	perBlock := (int(p.N) + grid - 1) / grid
+	if perBlock+512 < 1<<19 {
+		p.Flags |= flagAcc32
+	}
+	if p.K <= 64 {
+		// few clusters: a warp's labels repeat, so adding each group
+		// once saves contended atomics (match + reduce per group)
+		p.Flags |= flagAggregate
+	}
 }
 
 // ensureI32 uploads the points as int32 columns (the exact kernels'

@@ -107,6 +107,26 @@ type AheadProfiler interface {
 	ProfileAhead(on, utility bool)
 }
 
+// An OutBreather is a LloydRunner that can start breathing k-means'
+// breath out before the engine asks for it, where its points are, so that
+// a breath costs one round trip to a device, not two. BreatheOutAhead
+// says, until the next call, that where a Lloyd run ends within its first
+// LloydSteps call, on a labelling that the engine profiles with the
+// utility (ProfileAhead), the engine will next remove n of the run's
+// centroids and run Lloyd from the rest, at tolerance tol, profiling the
+// result (without the utility): the centroids removed are those past the
+// first nfixed (LloydSteps') taken by utility ascending, ties to the lower
+// index, each unless an earlier one froze it (a removed centroid freezes
+// every other whose squared distance to it is at most 1.21 times that to
+// its nearest other centroid), then, where fewer than n were taken, the
+// first of that order not taken; the rest keep their order. n = 0 says
+// there is no such breath. It only saves work: the session answers the
+// LloydSteps of that run the same with or without it.
+type OutBreather interface {
+	LloydRunner
+	BreatheOutAhead(n int, tol float64)
+}
+
 // A Rebaser is a Session that can carry what it knows over a change of
 // the centroid set, such as breathing k-means makes: Rebase says that
 // centroid i of the next Assign descends from centroid from[i] of the last

@@ -63,8 +63,11 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		if cfg.K <= smallK {
 			grownSg.tol = max(sg.tol, grownTol)
 		}
-		// the breath out profiles the run's result, with the utility
+		// the breath out profiles the run's result, with the utility, then
+		// removes md centroids and runs on (which the session may start)
+		breatheOutAhead(sg, md, sg.tol)
 		mg, err := r.lloydAhead(ctx, grownSg, start, grown, true)
+		breatheOutAhead(sg, 0, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -191,6 +194,15 @@ func (r *runner) lloydAhead(ctx context.Context, sg stage, start int, cent []int
 func profileAhead(sg stage, on, util bool) {
 	if ap, ok := sg.sess.(AheadProfiler); ok {
 		ap.ProfileAhead(on, util)
+	}
+}
+
+// breatheOutAhead tells a session that is an OutBreather of the breath
+// out to come: n centroids removed from the next Lloyd run's result (see
+// remove), then Lloyd at tolerance tol; n = 0: none.
+func breatheOutAhead(sg stage, n int, tol float64) {
+	if ob, ok := sg.sess.(OutBreather); ok {
+		ob.BreatheOutAhead(n, tol)
 	}
 }
 

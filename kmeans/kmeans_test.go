@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -1315,6 +1316,161 @@ func TestProfileAhead(t *testing.T) {
 	}
 	if hits == 0 {
 		t.Error("no Profile was answered from a batch's profile")
+	}
+}
+
+// outSession is an aheadSession that is also an OutBreather and checks
+// the hint's promise as a device chaining the breath out relies on it:
+// where a run that the hint covers ends within its first LloydSteps call
+// and is profiled with the utility, it works out the breath out from that
+// call's records and profile alone (the run's centroids, remove's choice
+// of the n of least utility), and the engine's next call must be a Lloyd
+// run from exactly those centroids, at the hint's tolerance, with the
+// same fixed centroids and passes, profiled without the utility, with no
+// Assign before it.
+type outSession struct {
+	*aheadSession
+	n    int
+	tol  float64
+	want *outRun // the breath out the hint promises
+
+	hints, promised, kept int
+	broken                []string
+}
+
+// outRun is the Lloyd run of a breath out: its centroids, fixed count,
+// tolerance and passes.
+type outRun struct {
+	cent          []int32
+	nfixed, steps int
+	tol           float64
+}
+
+func (s *outSession) BreatheOutAhead(n int, tol float64) {
+	s.n, s.tol = n, tol
+	if n > 0 {
+		s.hints++
+	}
+}
+
+func (s *outSession) Assign(ctx context.Context, cent []int32, st *Stats) error {
+	if s.want != nil {
+		s.broken = append(s.broken, "an Assign before the breath out")
+		s.want = nil
+	}
+	return s.aheadSession.Assign(ctx, cent, st)
+}
+
+func (s *outSession) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]LloydStep, error) {
+	if w := s.want; w != nil {
+		s.want = nil
+		if prev == nil && s.on && !s.util && nfixed == w.nfixed && tol == w.tol && steps == w.steps && slices.Equal(cent, w.cent) {
+			s.kept++
+		} else {
+			s.broken = append(s.broken, fmt.Sprintf("the next run is not the breath out promised (%d fixed, tol %g, %d passes)", nfixed, tol, steps))
+		}
+	}
+	out, err := s.aheadSession.LloydSteps(ctx, cent, nfixed, tol, prev, steps)
+	if err != nil || prev != nil || s.n == 0 || !s.on || !s.util {
+		return out, err
+	}
+	// the run's centroids, where it ended in this call: a Final record's
+	// settled ones, or a pass's that did not move them
+	last, pass := out[len(out)-1], cent
+	if len(out) > 1 {
+		pass = out[len(out)-2].Next
+	}
+	if !last.Final && (last.Empty || !slices.Equal(last.Next, pass)) {
+		return out, nil
+	}
+	dim := s.pts.Dim
+	m := &Model{Dim: dim, Centroids: pass, Counts: make([]uint64, len(pass)/dim)}
+	var order []int
+	for c := nfixed; c < m.K(); c++ {
+		order = append(order, c)
+	}
+	u := s.cache[1]
+	sort.SliceStable(order, func(a, b int) bool { return u[order[a]] < u[order[b]] })
+	removed := remove(m, order, s.n)
+	w := &outRun{nfixed: nfixed, steps: steps, tol: s.tol}
+	for c := range m.K() {
+		if !removed[c] {
+			w.cent = append(w.cent, m.Centroid(c)...)
+		}
+	}
+	s.want = w
+	s.promised++
+	return out, nil
+}
+
+// outBackend opens outSessions (on the reduced set too).
+type outBackend struct {
+	mu       sync.Mutex
+	sessions []*outSession
+}
+
+func (b *outBackend) Name() string                  { return "out-test" }
+func (b *outBackend) RunsCoarse(n, k, dim int) bool { return true }
+
+func (b *outBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
+	s, err := CPU.Open(pts, opt)
+	if err != nil {
+		return nil, err
+	}
+	os := &outSession{aheadSession: &aheadSession{lloydSession: &lloydSession{Session: s, pts: pts, final: true}, prof: s.(Profiler)}}
+	b.mu.Lock()
+	b.sessions = append(b.sessions, os)
+	b.mu.Unlock()
+	return os, nil
+}
+
+// TestBreatheOutAhead: breathing tells an OutBreather of each breath out
+// before the grown run, and keeps the promise (see outSession) wherever
+// the grown run ends within its first call; the model and the iterations
+// are the CPU's.
+func TestBreatheOutAhead(t *testing.T) {
+	p := randomPoints(35, 6000, 3, 2040)
+	for _, cfg := range []Config{
+		{K: 12, Seed: 9, Starts: 2, Coarse: 1500},
+		{K: 80, Seed: 3, Coarse: 3000},
+		{K: 9, Seed: 4, Starts: 1, Fixed: []int32{0, 0, 0, 2040, 2040, 2040}, Coarse: -1, MaxIter: 40},
+		{K: 20, Seed: 2, Starts: 1, Breathe: 3, Tol: 1e-3, Coarse: -1},
+		{K: 4, Seed: 5, Breathe: 4, Fixed: []int32{1000, 1000, 1000, 0, 2040, 0, 2040, 0, 0}, Coarse: -1},
+	} {
+		var want, got []Iteration
+		m1, err := Run(context.Background(), p, cfg, func(it Iteration) { want = append(want, cloneIteration(it)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &outBackend{}
+		c := cfg
+		c.Backend = b
+		m2, err := Run(context.Background(), p, c, func(it Iteration) { got = append(got, cloneIteration(it)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := sameModel(m2, m1); msg != "" {
+			t.Errorf("K=%d: %s", cfg.K, msg)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("K=%d: the iterations differ from the CPU's", cfg.K)
+		}
+		hints, promised, kept := 0, 0, 0
+		for _, s := range b.sessions {
+			hints += s.hints
+			promised += s.promised
+			kept += s.kept
+			for _, msg := range s.broken {
+				t.Errorf("K=%d: %s", cfg.K, msg)
+			}
+			if s.n != 0 {
+				t.Errorf("K=%d: a breath out still hinted after the run", cfg.K)
+			}
+		}
+		if hints == 0 || promised == 0 || kept != promised {
+			t.Errorf("K=%d: %d breaths out hinted, %d promised, %d kept", cfg.K, hints, promised, kept)
+		}
+		t.Logf("K=%d: %d breaths out hinted, %d promised and kept", cfg.K, hints, promised)
 	}
 }
 

@@ -1,0 +1,105 @@
+package cudakern
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/kquant/kquant/kmeans"
+)
+
+// keptBackend opens the device's sessions and keeps them, for what they
+// counted.
+type keptBackend struct {
+	*Backend
+	mu       sync.Mutex
+	sessions []*session
+}
+
+func (b *keptBackend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Session, error) {
+	s, err := b.Backend.Open(pts, opt)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.sessions = append(b.sessions, s.(*session))
+	b.mu.Unlock()
+	return s, nil
+}
+
+// taken is the breaths out its sessions took from their chains.
+func (b *keptBackend) taken() int {
+	n := 0
+	for _, s := range b.sessions {
+		n += s.out.taken
+	}
+	return n
+}
+
+// TestBreathOutChained: whole runs that breathe, with each breath out
+// chained after its grown run's batch on the device (BreatheOutAhead,
+// breathe.go), give the CPU's model and the CPU's iterations, one by one,
+// in RGB and Lab, with and without fixed centroids; the breaths out are
+// taken from their chains, and with KQUANT_CUDA_CHAIN=off none is.
+func TestBreathOutChained(t *testing.T) {
+	g := gpu(t)
+	if err := g.FastPathError(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	record := func(its *[]kmeans.Iteration) func(kmeans.Iteration) {
+		return func(it kmeans.Iteration) {
+			it.Centroids, it.Counts = slices.Clone(it.Centroids), slices.Clone(it.Counts)
+			*its = append(*its, it)
+		}
+	}
+	taken := 0
+	for _, name := range []string{"smarties.png", "home.jpg", "graf1.png", "starry_night.jpg"} {
+		colors, counts, _ := UniqueRGB(loadPixels(t, name))
+		for _, space := range []string{"rgb", "lab"} {
+			pts := colourPoints(colors, counts, space)
+			fixed := slices.Concat(pts.At(0), pts.At(pts.Len()-1))
+			for _, cfg := range []kmeans.Config{
+				{K: 16, Seed: 3}, {K: 64, Seed: 5}, {K: 256, Seed: 7},
+				{K: 40, Seed: 2, Fixed: fixed}, {K: 16, Seed: 4, Starts: 1, Breathe: 5},
+			} {
+				what := fmt.Sprintf("%s %s k=%d fixed=%d", name, space, cfg.K, len(cfg.Fixed)/3)
+				var want, got []kmeans.Iteration
+				cfg.Backend = kmeans.CPU
+				m1, err := kmeans.Run(ctx, pts, cfg, record(&want))
+				if err != nil {
+					t.Fatal(err)
+				}
+				kb := &keptBackend{Backend: g}
+				cfg.Backend = kb
+				m2, err := kmeans.Run(ctx, pts, cfg, record(&got))
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				if err := sameModel(m2, m1); err != nil {
+					t.Errorf("%s: %v", what, err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: %d iterations on the device, %d on the CPU, or they differ", what, len(got), len(want))
+				}
+				taken += kb.taken()
+				t.Logf("%s: %d breaths out taken from their chains", what, kb.taken())
+			}
+		}
+	}
+	if taken == 0 {
+		t.Error("no breath out was taken from its chain")
+	}
+	t.Setenv("KQUANT_CUDA_CHAIN", "off")
+	colors, counts, _ := UniqueRGB(loadPixels(t, "home.jpg"))
+	kb := &keptBackend{Backend: g}
+	if _, err := kmeans.Run(ctx, colourPoints(colors, counts, "rgb"), kmeans.Config{K: 64, Seed: 5, Backend: kb}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := kb.taken(); n != 0 {
+		t.Errorf("KQUANT_CUDA_CHAIN=off: %d breaths out taken from chains", n)
+	}
+}
