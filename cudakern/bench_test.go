@@ -363,8 +363,9 @@ func BenchmarkSeedPhases(b *testing.B) {
 }
 
 // BenchmarkLloydPhases: batches of Lloyd passes (up to 40, one cooperative
-// launch) on the deduplicated colours of real images at k = 256, from k
-// distinct colours; reports, per pass after the first, block 0's SM
+// launch) on the deduplicated colours of real images at k = 256, and on
+// the reduced sets of two of them (where breathing runs), from k distinct
+// colours; reports, per pass after the first, block 0's SM
 // cycles in each phase of the loop kernel (lloydPhases: the update, the
 // barrier after it, its share of the pass, the barrier after that), the
 // wall time a pass, and the passes a batch.
@@ -375,8 +376,22 @@ func BenchmarkLloydPhases(b *testing.B) {
 	buf := phaseBuffer(b, g, llPhaseSlots, llPhaseBuf(maxGrid)-llPhaseSlots)
 	defer func(old uint64) { lloydPhases = old }(lloydPhases)
 	ctx := context.Background()
-	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
+	for _, c := range []struct {
+		name    string
+		reduced bool
+	}{{"home.jpg", false}, {"graf1.png", false}, {"altai-5120.png", false}, {"graf1.png", true}, {"altai-5120.png", true}} {
+		name := c.name
 		pts, s := openColours(b, g, name, k)
+		if c.reduced {
+			// the default run's reduced set, where breathing runs
+			s.Close()
+			pts = kmeans.Reduce(pts, kmeans.DefaultCoarse)
+			var err error
+			if s, err = g.Open(pts, kmeans.SessionOptions{MaxK: k}); err != nil {
+				b.Fatal(err)
+			}
+			name += "/reduced"
+		}
 		cent := benchCentroids(pts, k)
 		b.Run(name, func(b *testing.B) {
 			buf.reset(b)

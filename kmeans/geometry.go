@@ -1,6 +1,7 @@
 package kmeans
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -95,7 +96,7 @@ func (g *geometry) build(cent []int32, dim int, prev []int32, algo Algorithm) {
 	for c := range k {
 		p[c] = dot(g.axis, centroidAt(cent, dim, c))
 	}
-	sort.SliceStable(g.order, func(i, j int) bool { return p[g.order[i]] < p[g.order[j]] })
+	slices.SortStableFunc(g.order, func(a, b int32) int { return cmp.Compare(p[a], p[b]) })
 	g.sorted = resize(g.sorted, k*dim)
 	for r, c := range g.order {
 		g.proj[r] = p[c]
