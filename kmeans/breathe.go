@@ -1,7 +1,6 @@
 package kmeans
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"runtime/trace"
@@ -38,13 +37,14 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		if err != nil {
 			return nil, err
 		}
-		order := byValue(errc, 0, k, true)
+		order := rankBy(errc, 0, k, true)
 		grown := slices.Clone(best.Centroids)
 		from := make([]int, k, k+md)
 		for c := range from {
 			from[c] = c
 		}
-		for _, c := range order[:md] {
+		for r := range md {
+			c := order.at(r)
 			from = append(from, -1)
 			y := slices.Clone(best.Centroid(c))
 			for j := range y {
@@ -75,8 +75,7 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		if err != nil {
 			return nil, err
 		}
-		order = byValue(util, nfixed, kg, false)
-		removed := remove(mg, order, md)
+		removed := remove(mg, rankBy(util, nfixed, kg, false), md)
 		var shrunk []int32
 		from = from[:0]
 		for c := range kg {
@@ -115,34 +114,77 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 	return best, nil
 }
 
-// byValue returns the indices lo…hi−1 ordered by their values in vals,
-// ascending, or descending if desc, ties to the lower index: a stable
-// sort's order. (sort.SliceStable took 1.7 ms of a 12 ms default run at
-// k = 256 on the H100 host, its reflection-driven swaps most of it.)
-func byValue(vals []uint64, lo, hi int, desc bool) []int {
-	type entry struct {
-		v uint64 // the value, or its complement where descending
-		i int
-	}
-	es := make([]entry, 0, hi-lo)
+// A ranking orders the indices lo…hi−1 by their values, ascending or
+// descending, ties to the lower index (a stable sort's order), as far as
+// it is read: a heap, so that reading the first m of k indices costs
+// O(k + m log k) where a sort costs O(k log k). A breath reads few of
+// its k ≥ 256: the md ≤ DefaultBreathe largest errors, then the least
+// utilities until md centroids are removed. (sort.SliceStable's two
+// orders a breath took 1.7 ms of a 12 ms default run at k = 256 on the
+// H100 host.)
+type ranking struct {
+	heap []rankKey // the indices not read yet
+	read []int     // the indices read, in order
+}
+
+// A rankKey is an index and its value, complemented where descending.
+type rankKey struct {
+	v uint64
+	i int
+}
+
+func (a rankKey) before(b rankKey) bool { return a.v < b.v || a.v == b.v && a.i < b.i }
+
+// rankBy returns the ranking of the indices lo…hi−1 by vals, descending
+// if desc.
+func rankBy(vals []uint64, lo, hi int, desc bool) *ranking {
+	h := make([]rankKey, 0, hi-lo)
 	for i := lo; i < hi; i++ {
 		v := vals[i]
 		if desc {
 			v = ^v
 		}
-		es = append(es, entry{v, i})
+		h = append(h, rankKey{v, i})
 	}
-	slices.SortFunc(es, func(a, b entry) int {
-		if a.v != b.v {
-			return cmp.Compare(a.v, b.v)
+	for j := len(h)/2 - 1; j >= 0; j-- {
+		siftDown(h, j)
+	}
+	return &ranking{heap: h, read: make([]int, 0, 2*DefaultBreathe)}
+}
+
+// at returns the index of rank r (0 the first), or −1 if there are no
+// more than r indices.
+func (o *ranking) at(r int) int {
+	for len(o.read) <= r && len(o.heap) > 0 {
+		h := o.heap
+		o.read = append(o.read, h[0].i)
+		last := len(h) - 1
+		h[0] = h[last]
+		o.heap = h[:last]
+		siftDown(o.heap, 0)
+	}
+	if r < len(o.read) {
+		return o.read[r]
+	}
+	return -1
+}
+
+// siftDown restores the heap order of h below j.
+func siftDown(h []rankKey, j int) {
+	for {
+		c := 2*j + 1
+		if c >= len(h) {
+			return
 		}
-		return a.i - b.i
-	})
-	order := make([]int, len(es))
-	for r, e := range es {
-		order[r] = e.i
+		if c+1 < len(h) && h[c+1].before(h[c]) {
+			c++
+		}
+		if !h[c].before(h[j]) {
+			return
+		}
+		h[j], h[c] = h[c], h[j]
+		j = c
 	}
-	return order
 }
 
 // grownTol is the tolerance of Lloyd on the grown centroids at k ≤
@@ -162,12 +204,13 @@ const breatheGain = 3e-4
 // removing a centroid freezes those within 1.1 times the distance to its
 // nearest other centroid. If freezing leaves fewer than n, the rest are
 // taken in order among the frozen.
-func remove(m *Model, order []int, n int) []bool {
+func remove(m *Model, order *ranking, n int) []bool {
 	k := m.K()
 	frozen := make([]bool, k)
 	removed := make([]bool, k)
-	for _, c := range order {
-		if n == 0 {
+	for r := 0; n > 0; r++ {
+		c := order.at(r)
+		if c < 0 {
 			break
 		}
 		if frozen[c] {
@@ -189,8 +232,9 @@ func remove(m *Model, order []int, n int) []bool {
 			}
 		}
 	}
-	for _, c := range order {
-		if n == 0 {
+	for r := 0; n > 0; r++ {
+		c := order.at(r)
+		if c < 0 {
 			break
 		}
 		if !removed[c] {

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -1385,13 +1384,7 @@ func (s *outSession) LloydSteps(ctx context.Context, cent []int32, nfixed int, t
 	}
 	dim := s.pts.Dim
 	m := &Model{Dim: dim, Centroids: pass, Counts: make([]uint64, len(pass)/dim)}
-	var order []int
-	for c := nfixed; c < m.K(); c++ {
-		order = append(order, c)
-	}
-	u := s.cache[1]
-	sort.SliceStable(order, func(a, b int) bool { return u[order[a]] < u[order[b]] })
-	removed := remove(m, order, s.n)
+	removed := remove(m, rankBy(s.cache[1], nfixed, m.K(), false), s.n)
 	w := &outRun{nfixed: nfixed, steps: steps, tol: s.tol}
 	for c := range m.K() {
 		if !removed[c] {
