@@ -140,7 +140,7 @@ func (s *session) chainOut(lp *lloydParams, util uint64, steps int) (bool, error
 	if err := b.memset32(o.dRec, 0, zeroed/4); err != nil {
 		return false, err
 	}
-	fast := kernel == kFastP8M4 || kernel == kFastP16M4
+	fast := kernel != kSmallP8 && kernel != kSmallP16 // the tensor-core kernels' fragments
 	sp := &shrinkParams{
 		Gate: s.dAcc + 8*scalProf, Util: util, Cur: lp.Cur, Out: o.dCur, Keep: o.dRec + uint64(o.head),
 		Frag: o.dUp, Cent: o.dUp + uint64(16*kpad), Stop: o.dAcc + 8*scalStop,

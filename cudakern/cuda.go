@@ -130,10 +130,12 @@ const (
 	kPCGDraws    = "kq_pcg_draws"
 	kLloydNext   = "kq_lloyd_next"
 
-	kLoopFastP8   = "kq_lloyd_steps_fast_p8"
-	kLoopFastP16  = "kq_lloyd_steps_fast_p16"
-	kLoopSmallP8  = "kq_lloyd_steps_small_p8"
-	kLoopSmallP16 = "kq_lloyd_steps_small_p16"
+	kLoopFastP8    = "kq_lloyd_steps_fast_p8"
+	kLoopFastP16   = "kq_lloyd_steps_fast_p16"
+	kLoopSmallP8   = "kq_lloyd_steps_small_p8"
+	kLoopSmallP16  = "kq_lloyd_steps_small_p16"
+	kLoopFastP8M2  = "kq_lloyd_steps_fast_p8_m2"
+	kLoopFastP16M2 = "kq_lloyd_steps_fast_p16_m2"
 
 	kLoopFastP8Timed  = "kq_lloyd_steps_fast_p8_timed"
 	kLoopFastP16Timed = "kq_lloyd_steps_fast_p16_timed"
@@ -174,7 +176,8 @@ var prunedKernels = []string{kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4,
 
 // loopKernels are the loop kernels of the batch kernels (LloydSteps), which
 // take their shared memory dynamically too.
-var loopKernels = map[string]string{kFastP8M4: kLoopFastP8, kFastP16M4: kLoopFastP16, kSmallP8: kLoopSmallP8, kSmallP16: kLoopSmallP16}
+var loopKernels = map[string]string{kFastP8M4: kLoopFastP8, kFastP16M4: kLoopFastP16, kSmallP8: kLoopSmallP8, kSmallP16: kLoopSmallP16,
+	kFastP8M2: kLoopFastP8M2, kFastP16M2: kLoopFastP16M2}
 
 // timedLoops are the loop kernels that also keep block stats where
 // lloydPhases is given (BenchmarkLloydPhases), by the loop kernel they
@@ -188,7 +191,7 @@ var assignKernels = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmal
 var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP8, kSmallP16, kIDPP8,
 	kIMAP8, kCellP8, kCellBuild, kCell16P8, kCellBuild16, kGenF32, kGenI64, kProfileF32, kProfileF64, kProfileI64,
 	kDDHist, kDDScan1, kDDScan2, kDDScan3, kDDIndex, kRemap, kPPStart, kPPScan, kPPSample, kPPGains, kPPAdd, kPPNext, kPPSteps, kPPSteps8, kSyncTest, kPCGDraws, kLloydNext,
-	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16, kLoopFastP8Timed, kLoopFastP16Timed,
+	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16, kLoopFastP8Timed, kLoopFastP16Timed, kLoopFastP8M2, kLoopFastP16M2,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather, kWidenU16,
 	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCompact, kBrShrink}

@@ -1187,7 +1187,9 @@ func hostLloyd(tb testing.TB, pts *kmeans.Points, cent []int32, nfixed int, tol 
 // the run, an empty cluster; a batch that settles with centroids that
 // moved labels the points with them once more (LloydStep.Final), as an
 // Assign on the host; and the session then carries on as after the last
-// pass.
+// pass. Sets of at most 256 points a multiprocessor take the two-m-tile
+// kernel's loop, and with KQUANT_CUDA_M2=off the four-m-tile one's, with
+// the same records.
 func TestLloydSteps(t *testing.T) {
 	b := gpu(t)
 	finals := 0
@@ -1196,6 +1198,15 @@ func TestLloydSteps(t *testing.T) {
 			t.Error("no batch ended with the final labelling")
 		}
 	}()
+	for _, m2 := range []string{"", "off"} {
+		t.Setenv("KQUANT_CUDA_M2", m2)
+		lloydStepsCases(t, b, m2 != "off", &finals)
+	}
+}
+
+// lloydStepsCases is TestLloydSteps' cases, with the two-m-tile kernel's
+// loop where the set is small if m2.
+func lloydStepsCases(t *testing.T, b *Backend, m2 bool, finals *int) {
 	for _, c := range []struct {
 		name, space string
 		k, nfixed   int
@@ -1204,6 +1215,7 @@ func TestLloydSteps(t *testing.T) {
 	}{
 		{"smarties.png", "rgb", 16, 0, 0, 40},
 		{"smarties.png", "rgb", 64, 0, 0, 40},
+		{"smarties.png", "lab", 100, 0, 0, 40},
 		{"home.jpg", "lab", 256, 0, 1e-4, 40},
 		{"home.jpg", "rgb", 40, 3, 0, 40},
 		{"graf1.png", "rgb", 100, 0, 0, 5},
@@ -1222,6 +1234,13 @@ func TestLloydSteps(t *testing.T) {
 		got, err := s.(kmeans.LloydRunner).LloydSteps(context.Background(), cent, c.nfixed, c.tol, nil, c.steps)
 		if err != nil {
 			t.Fatalf("%s k=%d: %v", c.name, c.k, err)
+		}
+		kernel := s.(*session).pass.kernel
+		if c.k > smallK {
+			isM2 := kernel == kFastP8M2 || kernel == kFastP16M2
+			if want := m2 && pts.Len() <= 256*b.dev.SMs; isM2 != want {
+				t.Errorf("%s %s k=%d (%d points): the batch ran %s, two m-tiles wanted: %v", c.name, c.space, c.k, pts.Len(), kernel, want)
+			}
 		}
 		var final *kmeans.LloydStep
 		if n := len(got); n >= 2 && got[n-1].Final {
@@ -1275,9 +1294,9 @@ func TestLloydSteps(t *testing.T) {
 				t.Errorf("%s k=%d: the Assign after the batch differs from the host's", c.name, c.k)
 			}
 		}
-		t.Logf("%s %s k=%d: %d iterations batched, as the host's (and the final labelling: %v)", c.name, c.space, c.k, len(got), final != nil)
+		t.Logf("%s %s k=%d: %d iterations batched by %s, as the host's (and the final labelling: %v)", c.name, c.space, c.k, len(got), kernel, final != nil)
 		if final != nil {
-			finals++
+			*finals++
 		}
 		s.Close()
 	}

@@ -2121,7 +2121,7 @@ static_assert(sizeof(LloydLoop) == sizeof(Params) + sizeof(LloydParams) + 32, "L
 template <int KIND, bool TIMED = false>
 __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
     extern __shared__ uint4 smem4[];
-    constexpr bool FAST = KIND < 2;
+    constexpr bool FAST = KIND < 2 || KIND >= 4;
     const LloydParams& p = L.lp;
     const int k = p.k, dim = p.dim, ns = k * (1 + dim), bstride = LL_SCAL + ns;
     u32* const sfrag = (u32*)smem4;  // the fast kernel's table
@@ -2237,6 +2237,8 @@ __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
         if (KIND == 1) fast_body<FMT_P16, 4, true>(L.kp, lp);
         if (KIND == 2) small_body<FMT_P8, true>(L.kp, lp);
         if (KIND == 3) small_body<FMT_P16, true>(L.kp, lp);
+        if (KIND == 4) fast_body<FMT_P8, 2, true>(L.kp, lp);
+        if (KIND == 5) fast_body<FMT_P16, 2, true>(L.kp, lp);
         const long long t1 = btimed ? clock64() : 0;
         clk.mark(2);
         // ---- 3. the barrier
@@ -2277,6 +2279,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16_tim
 }
 extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p8(const LloydLoop L) { lloyd_loop<2>(L); }
 extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p16(const LloydLoop L) { lloyd_loop<3>(L); }
+// kq_lloyd_steps_fast_*_m2 are the loops of the two-m-tile fast kernels,
+// 32 points a warp and step: a small set's batches (batchKernelAt), where
+// the four-m-tile kernel's blocks of 512 points leave SMs idle and a
+// pass waits on each warp's serial share.
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8_m2(const LloydLoop L) { lloyd_loop<4>(L); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16_m2(const LloydLoop L) { lloyd_loop<5>(L); }
 
 // PROF_SPLIT threads share a point in a profile's scan, each comparing it
 // with every PROF_SPLIT-th centroid: a reduced set has too few points to

@@ -185,10 +185,30 @@ func (s *session) batchKernelAt(k int) (string, error) {
 		}
 		return kSmallP16, nil
 	}
+	if s.batchM2() {
+		if p8 {
+			return kFastP8M2, nil
+		}
+		return kFastP16M2, nil
+	}
 	if p8 {
 		return kFastP8M4, nil
 	}
 	return kFastP16M4, nil
+}
+
+// batchM2 reports whether the session's batches take the two-m-tile fast
+// kernel (32 points a warp and step) rather than the four-m-tile one
+// (64): where its blocks of 256 points fit one to a multiprocessor, as on
+// a default run's reduced set (32768 colours: 128 blocks against 64),
+// twice the blocks halve each warp's serial share of a pass. On the H100
+// (BenchmarkLloydPhases, µs a pass, four m-tiles → two): graf1's reduced
+// set 14.9 → 12.8, altai's 13.9 → 11.5; but home's 52 k colours, 204
+// blocks of two m-tiles, 13.8 → 14.7. KQUANT_CUDA_M2=off keeps the
+// four-m-tile kernel, for comparisons.
+func (s *session) batchM2() bool {
+	_, per := batchShape(kFastP8M2, 1, 1)
+	return s.L.n <= per*s.b.dev.SMs && os.Getenv("KQUANT_CUDA_M2") != "off"
 }
 
 // LloydSteps implements kmeans.LloydRunner: the first pass as Assign's,

@@ -650,13 +650,16 @@ func (s *session) fastTables(p *kparams, tables uint64) {
 	p.Cent = tables + uint64(16*p.Kpad)
 }
 
-// batchShape returns the shared memory of a pass of a batch kernel (the
-// fast kernel of four m-tiles or a small one) at k clusters of dim
+// batchShape returns the shared memory of a pass of a batch kernel (a
+// fast kernel of two or four m-tiles, or a small one) at k clusters of dim
 // coordinates, and the points a block takes a step.
 func batchShape(kernel string, k, dim int) (smem, perIter int) {
 	slots := k * (1 + dim)
-	if kernel == kSmallP8 || kernel == kSmallP16 {
+	switch kernel {
+	case kSmallP8, kSmallP16:
 		return 16*k + 8*slots, 256 * 4
+	case kFastP8M2, kFastP16M2:
+		return 16*((k+7)/8*8) + 8*slots, 8 * 32
 	}
 	return 16*((k+7)/8*8) + 8*slots, 8 * 32 * 2
 }
