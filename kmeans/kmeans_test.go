@@ -1264,24 +1264,8 @@ func TestProfileAhead(t *testing.T) {
 		{K: 20, Seed: 2, Starts: 1, Breathe: 3, Tol: 1e-3, Coarse: -1},
 		{K: 16, Seed: 6, Starts: 3, Breathe: 2, Coarse: -1},
 	} {
-		var want, got []Iteration
-		m1, err := Run(context.Background(), p, cfg, func(it Iteration) { want = append(want, cloneIteration(it)) })
-		if err != nil {
-			t.Fatal(err)
-		}
 		b := &aheadBackend{}
-		c := cfg
-		c.Backend = b
-		m2, err := Run(context.Background(), p, c, func(it Iteration) { got = append(got, cloneIteration(it)) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg := sameModel(m2, m1); msg != "" {
-			t.Errorf("K=%d: %s", cfg.K, msg)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("K=%d: the iterations differ from the CPU's", cfg.K)
-		}
+		sameAsCPU(t, p, cfg, b)
 		oneStart := cfg.Starts == 1 || cfg.Starts == 0 && autoStarts(cfg.K) == 1
 		grown, shrunk, profiles := 0, 0, 0
 		for _, s := range b.sessions {
@@ -1417,6 +1401,29 @@ func (b *outBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
 	return os, nil
 }
 
+// sameAsCPU runs cfg on p on the CPU and on be, and fails t where the
+// models or the iterations differ.
+func sameAsCPU(t *testing.T, p *Points, cfg Config, be Backend) {
+	t.Helper()
+	var want, got []Iteration
+	m1, err := Run(context.Background(), p, cfg, func(it Iteration) { want = append(want, cloneIteration(it)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg
+	c.Backend = be
+	m2, err := Run(context.Background(), p, c, func(it Iteration) { got = append(got, cloneIteration(it)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := sameModel(m2, m1); msg != "" {
+		t.Errorf("K=%d: %s", cfg.K, msg)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("K=%d: the iterations differ from the CPU's", cfg.K)
+	}
+}
+
 // TestBreatheOutAhead: breathing tells an OutBreather of each breath out
 // before the grown run, and keeps the promise (see outSession) wherever
 // the grown run ends within its first call; the model and the iterations
@@ -1430,24 +1437,8 @@ func TestBreatheOutAhead(t *testing.T) {
 		{K: 20, Seed: 2, Starts: 1, Breathe: 3, Tol: 1e-3, Coarse: -1},
 		{K: 4, Seed: 5, Breathe: 4, Fixed: []int32{1000, 1000, 1000, 0, 2040, 0, 2040, 0, 0}, Coarse: -1},
 	} {
-		var want, got []Iteration
-		m1, err := Run(context.Background(), p, cfg, func(it Iteration) { want = append(want, cloneIteration(it)) })
-		if err != nil {
-			t.Fatal(err)
-		}
 		b := &outBackend{}
-		c := cfg
-		c.Backend = b
-		m2, err := Run(context.Background(), p, c, func(it Iteration) { got = append(got, cloneIteration(it)) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg := sameModel(m2, m1); msg != "" {
-			t.Errorf("K=%d: %s", cfg.K, msg)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("K=%d: the iterations differ from the CPU's", cfg.K)
-		}
+		sameAsCPU(t, p, cfg, b)
 		hints, promised, kept := 0, 0, 0
 		for _, s := range b.sessions {
 			hints += s.hints
