@@ -1,6 +1,7 @@
 package kmeans
 
 import (
+	"container/heap"
 	"context"
 	"math"
 	"runtime/trace"
@@ -116,15 +117,15 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 
 // A ranking orders the indices lo…hi−1 by their values, ascending or
 // descending, ties to the lower index (a stable sort's order), as far as
-// it is read: a heap, so that reading the first m of k indices costs
-// O(k + m log k) where a sort costs O(k log k). A breath reads few of
-// its k ≥ 256: the md ≤ DefaultBreathe largest errors, then the least
-// utilities until md centroids are removed. (sort.SliceStable's two
-// orders a breath took 1.7 ms of a 12 ms default run at k = 256 on the
-// H100 host.)
+// it is read: a heap (container/heap), so that reading the first m of k
+// indices costs O(k + m log k) where a sort costs O(k log k). A breath
+// reads few of its k ≥ 256: the md ≤ DefaultBreathe largest errors, then
+// the least utilities until md centroids are removed. (sort.SliceStable's
+// two orders a breath took 1.7 ms of a 12 ms default run at k = 256 on
+// the H100 host.)
 type ranking struct {
-	heap []rankKey // the indices not read yet
-	read []int     // the indices read, in order
+	heap rankHeap // the indices not read yet
+	read []int    // the indices read, in order
 }
 
 // A rankKey is an index and its value, complemented where descending.
@@ -133,12 +134,27 @@ type rankKey struct {
 	i int
 }
 
-func (a rankKey) before(b rankKey) bool { return a.v < b.v || a.v == b.v && a.i < b.i }
+// rankHeap is a heap.Interface of rankKeys, least value first, ties to
+// the lower index.
+type rankHeap []rankKey
+
+func (h rankHeap) Len() int { return len(h) }
+func (h rankHeap) Less(a, b int) bool {
+	return h[a].v < h[b].v || h[a].v == h[b].v && h[a].i < h[b].i
+}
+func (h rankHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *rankHeap) Push(x any)   { *h = append(*h, x.(rankKey)) }
+func (h *rankHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
 
 // rankBy returns the ranking of the indices lo…hi−1 by vals, descending
 // if desc.
 func rankBy(vals []uint64, lo, hi int, desc bool) *ranking {
-	h := make([]rankKey, 0, hi-lo)
+	h := make(rankHeap, 0, hi-lo)
 	for i := lo; i < hi; i++ {
 		v := vals[i]
 		if desc {
@@ -146,45 +162,20 @@ func rankBy(vals []uint64, lo, hi int, desc bool) *ranking {
 		}
 		h = append(h, rankKey{v, i})
 	}
-	for j := len(h)/2 - 1; j >= 0; j-- {
-		siftDown(h, j)
-	}
+	heap.Init(&h)
 	return &ranking{heap: h, read: make([]int, 0, 2*DefaultBreathe)}
 }
 
 // at returns the index of rank r (0 the first), or −1 if there are no
 // more than r indices.
 func (o *ranking) at(r int) int {
-	for len(o.read) <= r && len(o.heap) > 0 {
-		h := o.heap
-		o.read = append(o.read, h[0].i)
-		last := len(h) - 1
-		h[0] = h[last]
-		o.heap = h[:last]
-		siftDown(o.heap, 0)
+	for len(o.read) <= r && o.heap.Len() > 0 {
+		o.read = append(o.read, heap.Pop(&o.heap).(rankKey).i)
 	}
 	if r < len(o.read) {
 		return o.read[r]
 	}
 	return -1
-}
-
-// siftDown restores the heap order of h below j.
-func siftDown(h []rankKey, j int) {
-	for {
-		c := 2*j + 1
-		if c >= len(h) {
-			return
-		}
-		if c+1 < len(h) && h[c+1].before(h[c]) {
-			c++
-		}
-		if !h[c].before(h[j]) {
-			return
-		}
-		h[j], h[c] = h[c], h[j]
-		j = c
-	}
 }
 
 // grownTol is the tolerance of Lloyd on the grown centroids at k ≤
