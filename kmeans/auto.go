@@ -1061,8 +1061,9 @@ var calMu sync.Mutex
 // of the meaning of its fits; a file of any other version (or none, as
 // the first format had) is ignored and replaced on the next save, so fits
 // made under other rules (another model, keys without the dimension,
-// version 2's fits of the unit alone) are dropped rather than misread.
-const calibrationVersion = 3
+// version 2's fits of the unit alone, version 3's of Bounds searching in
+// projection order) are dropped rather than misread.
+const calibrationVersion = 4
 
 type calibrationFile struct {
 	Version int                           `json:"version"`
@@ -1365,28 +1366,31 @@ const treeStartPasses = 2
 // Above treeGapDim, up to autoTreeDim, a session that would start on the
 // kd-tree without a probe (treeStartPasses) starts on it only where the
 // upper quartile of the sample's gaps at its first pass's centroids
-// (sampleGapAt, q = 3/4) is treeGapMin or more, or below treeGapLoose;
-// in between on the model's choice, without the tree's build, and the tree
-// is no candidate. The median gap does not tell: random starts put several
-// centroids in one cluster and leave others without, and the median falls
-// on those. On
-// the 2-core VM (the seeds' sets, n = 30 000, k = 32, random starts,
-// seeds 1–5), d = 8: the quartile 2.0–4.9 at σ² = 0.001 and 1.2–2.3 at
-// 0.003, where the tree's passes took 0.33 and 0.49 of the bounds', and
-// 0.56–0.89 at σ² = 0.01, ≤ 0.30 at 0.05 and 1, where they took 1.21,
-// 1.14 and 1.05 (and the H100 host's 16 threads lost the build, 1.45
-// Lloyd passes, at σ² = 0.01: Auto 1.19 times the best). The bench's own
-// start (kquant bench --preset fig5 --d 8 -k 32) gives 5.41, 1.15, 0.33
-// and 0.24 at σ² = 0.001, 0.01, 0.05 and 1: hence 1.5, between the tight
-// sets' least and the loose ones' most (σ² = 0.003, 1.2–2.3, falls on
-// either side; its tree's passes won by less). Below treeGapLoose the
-// clusters overlap so much that the bounds prune little too: on the H100
-// host's 16 threads the tree was the best single algorithm at σ² = 1
-// (1.26 ms a pass against the bounds' 1.5; session 19), and within 6 % of
-// the best at 0.05, so there the tree starts as well: 0.45, between the
-// loose sets' most (0.33) and σ² = 0.01's least (0.56). At d = 6 and 4
-// the tree's passes won at every σ² (0.33–0.79 of the bounds'), so there
-// the tree starts whatever the gaps.
+// (sampleGapAt, q = 3/4) is treeGapMin or more; in between it starts on
+// the model's choice, without the tree's build, and the tree is no
+// candidate unless a probe in the band (probeBand) shows its passes
+// cheap; below treeGapLoose there is no probe. The median gap does not
+// tell: random starts put several centroids in one cluster and leave
+// others without, and the median falls on those. On the 2-core VM (the
+// seeds' sets, n = 30 000, k = 32, random starts, seeds 1–5), d = 8: the
+// quartile 2.0–4.9 at σ² = 0.001 and 1.2–2.3 at 0.003, where the tree's
+// passes took 0.33 and 0.49 of the bounds', and 0.56–0.89 at σ² = 0.01,
+// ≤ 0.30 at 0.05 and 1, where they took 1.21, 1.14 and 1.05 (and the
+// H100 host's 16 threads lost the build, 1.45 Lloyd passes, at σ² =
+// 0.01: Auto 1.19 times the best). The bench's own start (kquant bench
+// --preset fig5 --d 8 -k 32) gives 5.41, 1.15, 0.33 and 0.24 at σ² =
+// 0.001, 0.01, 0.05 and 1: hence 1.5, between the tight sets' least and
+// the loose ones' most (σ² = 0.003, 1.2–2.3, falls on either side; its
+// tree's passes won by less). Below treeGapLoose the clusters overlap so
+// much that the tree's boxes split little; until session 27 the tree
+// started there, as the bounds, searching a failed point's centroids in
+// projection order, pruned little too. Searching them from its centroid
+// outwards (geometry.walk), the bounds' passes take 0.69–0.83 of the
+// tree's at σ² = 0.03–1, k = 16 and 32 (2-core VM, bench/README.md), so the
+// loose sets start on the model's choice, as the band does, without a
+// probe: 0.45, between the loose sets' most (0.33) and σ² = 0.01's least
+// (0.56). At d = 6 and 4 the tree's passes won at every σ² (0.33–0.79 of
+// the bounds'), so there the tree starts whatever the gaps.
 const (
 	treeGapDim   = 6
 	treeGapMin   = 1.5
@@ -2103,7 +2107,8 @@ func (s *autoSession) observe(d time.Duration, k int, st *Stats, fresh bool) {
 // gapStart decides, before the first pass of a session that would start
 // on the kd-tree in treeGapDim < d ≤ autoTreeDim, between the tree and the
 // model's choice by the upper quartile of the sample's gaps at the pass's
-// centroids (treeGapMin, treeGapLoose).
+// centroids (treeGapMin; a probe of the tree in the band down to
+// treeGapLoose).
 func (s *autoSession) gapStart(centroids []int32) {
 	s.gapTree = false
 	h := s.hy
@@ -2112,7 +2117,8 @@ func (s *autoSession) gapStart(centroids []int32) {
 	case g >= treeGapMin:
 		h.why = []string{fmt.Sprintf("%s: dimension %d ≤ %d, the sample's gaps' upper quartile %.2f ≥ %.2f (clusters tight enough for its boxes): the kd-tree's filtering assigns whole boxes, far fewer tests than n·k distances; its passes are measured", KDTree, s.pts.Dim, autoTreeDim, g, treeGapMin)}
 	case g < treeGapLoose:
-		h.why = []string{fmt.Sprintf("%s: dimension %d ≤ %d, the sample's gaps' upper quartile %.2f < %.2f (clusters so loose that the bounds prune little): the kd-tree's filtering still splits the space; its passes are measured", KDTree, s.pts.Dim, autoTreeDim, g, treeGapLoose)}
+		h.why[0] += fmt.Sprintf("; the sample's gaps' upper quartile %.2f < %.2f: clusters so loose that the kd-tree's boxes split little", g, treeGapLoose)
+		return
 	default:
 		h.why[0] += fmt.Sprintf("; the sample's gaps' upper quartile %.2f in [%.2f, %.2f): clusters too loose for the kd-tree's boxes to beat the model's choice, and tight enough for its pruning", g, treeGapLoose, treeGapMin)
 		if s.probesBeside() || !s.probeBand(centroids) {

@@ -227,7 +227,7 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 		clear(s.sq)
 		s.prev = s.prev[:0]
 	}
-	s.geo.build(centroids, s.dim, s.prev, s.algo)
+	s.geo.build(centroids, s.dim, s.prev, s.algo, s.workers)
 
 	_, workers := chunks(s.n, s.workers)
 	if len(s.part) < workers {
@@ -488,7 +488,7 @@ func (s *cpuSession) assignBounds(p *partial, lo, hi int, fresh, rebased bool) {
 				s.upper[i] = u - cd
 				continue
 			}
-			best, d1, d2, ev := g.search(x, a, da)
+			best, d1, d2, ev := g.walk(x, a, da)
 			p.work += 1 + ev
 			s.upper[i] = sqrt(d1) - g.cumDrift[best]
 			s.lower[i] = sqrt(d2) + g.cumMax

@@ -2,15 +2,19 @@ package kmeans
 
 import (
 	"cmp"
+	"context"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 )
 
 // geometry is what an assignment pass needs to know about the centroids:
-// their drift since the previous pass, their separation, and their order
-// along a principal axis, which lets a search skip centroids whose
-// projection alone puts them too far away.
+// their drift since the previous pass, their separation, their distances
+// to each other in rank order (Wu & Hong's walk, and Bounds' search from a
+// point's centroid), and their order along a principal axis, which lets a
+// search from scratch skip centroids whose projection alone puts them too
+// far away.
 type geometry struct {
 	dim, k int
 	cent   []int32 // k·dim, as given
@@ -23,9 +27,12 @@ type geometry struct {
 	cumMax   float64
 	half     []float64 // half the distance to the nearest other centroid
 
-	icd   []uint64 // squared inter-centroid distances, k×k (WuHong)
-	rid   []int32  // per centroid, the others by increasing distance, k×(k−1) (WuHong)
-	cnorm []int64  // ‖c‖² per centroid (GEMM)
+	icd    []uint64  // squared inter-centroid distances, k×k (WuHong, Bounds)
+	rid    []int32   // per centroid, the others by increasing distance, k×(k−1) (WuHong, Bounds)
+	rdist  []float64 // the distances of rid's entries, in its order (Bounds)
+	ranked int       // how many of each row of rid are ranked
+	shift  uint      // the bits of an index in ranks' packed keys
+	cnorm  []int64   // ‖c‖² per centroid (GEMM)
 
 	axis   []float64 // unit vector along the centroids' principal axis
 	proj   []float64 // projections, ascending
@@ -33,13 +40,20 @@ type geometry struct {
 	sorted []int32   // coordinates in projection order
 }
 
-func (g *geometry) build(cent []int32, dim int, prev []int32, algo Algorithm) {
+// searching is the geometry that search, find and nearest need alone
+// (build's algo for labelling points outside a session): the centroids'
+// order along their principal axis.
+const searching Algorithm = "search"
+
+// build prepares g for a pass of algo over the centroids cent, whose
+// previous positions (the last pass's) are prev, on up to workers
+// goroutines.
+func (g *geometry) build(cent []int32, dim int, prev []int32, algo Algorithm, workers int) {
 	g.dim, g.k = dim, len(cent)/dim
 	g.cent = append(g.cent[:0], cent...)
 	switch algo {
 	case WuHong:
-		g.ranks()
-		return
+		g.ranks(g.k, false, workers)
 	case GEMM:
 		g.cnorm = resize(g.cnorm, g.k)
 		for c := range g.k {
@@ -49,43 +63,44 @@ func (g *geometry) build(cent []int32, dim int, prev []int32, algo Algorithm) {
 			}
 			g.cnorm[c] = s
 		}
-		return
 	case Bounds:
-	default:
-		return
+		g.ranks(walkRanked, true, workers)
+		g.drift(prev)
+		g.half = resize(g.half, g.k)
+		for c := range g.k {
+			g.half[c] = math.Inf(1)
+			if g.k > 1 {
+				g.half[c] = 0.5 * sqrt(g.icd[c*g.k+int(g.rid[c*(g.k-1)])])
+			}
+		}
+		g.project()
+	case searching:
+		g.project()
 	}
-	k := g.k
-	if len(prev) != len(cent) {
-		g.cumDrift = resize(g.cumDrift, k)
+}
+
+// drift adds each centroid's move from prev to the drift sums, and the
+// largest to cumMax; it clears them where prev is not the same k.
+func (g *geometry) drift(prev []int32) {
+	if len(prev) != len(g.cent) {
+		g.cumDrift = resize(g.cumDrift, g.k)
 		clear(g.cumDrift)
 		g.cumMax = 0
-	} else {
-		var m float64
-		for c := range k {
-			d := sqrt(Dist(centroidAt(cent, dim, c), centroidAt(prev, dim, c)))
-			g.cumDrift[c] += d
-			m = max(m, d)
-		}
-		g.cumMax += m
+		return
 	}
+	var m float64
+	for c := range g.k {
+		d := sqrt(Dist(centroidAt(g.cent, g.dim, c), centroidAt(prev, g.dim, c)))
+		g.cumDrift[c] += d
+		m = max(m, d)
+	}
+	g.cumMax += m
+}
 
-	g.half = resize(g.half, k)
-	sep := make([]uint64, k)
-	for c := range sep {
-		sep[c] = math.MaxUint64
-	}
-	for a := range k {
-		ca := centroidAt(cent, dim, a)
-		for b := a + 1; b < k; b++ {
-			d := Dist(ca, centroidAt(cent, dim, b))
-			sep[a] = min(sep[a], d)
-			sep[b] = min(sep[b], d)
-		}
-	}
-	for c, d := range sep {
-		g.half[c] = 0.5 * sqrt(d)
-	}
-
+// project orders the centroids along their principal axis (proj, order,
+// sorted), for search.
+func (g *geometry) project() {
+	k, dim := g.k, g.dim
 	g.principalAxis()
 	g.proj = resize(g.proj, k)
 	g.order = resize(g.order, k)
@@ -94,32 +109,110 @@ func (g *geometry) build(cent []int32, dim int, prev []int32, algo Algorithm) {
 	}
 	p := make([]float64, k)
 	for c := range k {
-		p[c] = dot(g.axis, centroidAt(cent, dim, c))
+		p[c] = dot(g.axis, centroidAt(g.cent, dim, c))
 	}
 	slices.SortStableFunc(g.order, func(a, b int32) int { return cmp.Compare(p[a], p[b]) })
 	g.sorted = resize(g.sorted, k*dim)
 	for r, c := range g.order {
 		g.proj[r] = p[c]
-		copy(g.sorted[r*dim:(r+1)*dim], centroidAt(cent, dim, int(c)))
+		copy(g.sorted[r*dim:(r+1)*dim], centroidAt(g.cent, dim, int(c)))
 	}
 }
 
 // ranks builds the inter-centroid distance matrix ICD and the ranked
 // index matrix RID of Wu & Hong: row a of RID lists the other centroids by
-// increasing distance from a, ties by index.
-func (g *geometry) ranks() {
+// increasing distance from a, ties by index, as far as its first p (at
+// least one; g.ranked says how many). With dist, rdist holds those
+// distances' square roots in the same order. Where every distance leaves
+// room for an index in 64 bits (as colours' do), distance and index pack
+// into one key: a row sorts as integers, several times faster than
+// indices by a comparison function, and a prefix is kept by insertion (at
+// k = 256 and p = 32, a quarter of a sort's time); else the rows are
+// sorted in full.
+func (g *geometry) ranks(p int, dist bool, workers int) {
 	k, dim := g.k, g.dim
+	n := max(k-1, 0)
 	g.icd = resize(g.icd, k*k)
-	for a := range k {
-		g.icd[a*k+a] = 0
-		for b := a + 1; b < k; b++ {
-			d := Dist(centroidAt(g.cent, dim, a), centroidAt(g.cent, dim, b))
-			g.icd[a*k+b], g.icd[b*k+a] = d, d
-		}
+	g.rid = resize(g.rid, k*n)
+	if dist {
+		g.rdist = resize(g.rdist, k*n)
 	}
-	g.rid = resize(g.rid, k*max(k-1, 0))
-	for a := range k {
-		row := g.rid[a*(k-1) : (a+1)*(k-1)]
+	// rows in blocks over the workers, where there are enough of them to
+	// repay the goroutines (a pass's own work is shared out; at k = 256 on
+	// 16 threads the rows alone took as long as the pass)
+	tasks := 1
+	if k >= 64 && workers > 1 {
+		tasks = min(4*workers, k)
+	}
+	rows := func(t int) (int, int) { return t * k / tasks, (t + 1) * k / tasks }
+	parallel(context.Background(), tasks, workers, func(_, t int) {
+		lo, hi := rows(t)
+		for a := lo; a < hi; a++ {
+			ca := centroidAt(g.cent, dim, a)
+			for b := range k {
+				g.icd[a*k+b] = Dist(ca, centroidAt(g.cent, dim, b))
+			}
+		}
+	})
+	var most uint64
+	if k > 0 {
+		most = slices.Max(g.icd)
+	}
+	g.shift = uint(bits.Len(uint(k)))
+	packed := bits.Len64(most)+int(g.shift) <= 64
+	g.ranked = n
+	if packed && p < n {
+		g.ranked = max(p, 1)
+	}
+	parallel(context.Background(), tasks, workers, func(_, t int) {
+		lo, hi := rows(t)
+		keys := make([]uint64, 0, n)
+		for a := lo; a < hi; a++ {
+			g.rank(a, packed, keys, dist)
+		}
+	})
+}
+
+// rank fills row a of RID (and of rdist, with dist), as ranks says;
+// keys is scratch for n keys.
+func (g *geometry) rank(a int, packed bool, keys []uint64, dist bool) {
+	k, n := g.k, g.k-1
+	row, d := g.rid[a*n:a*n+g.ranked], g.icd[a*k:(a+1)*k]
+	switch {
+	case packed && g.ranked < n:
+		// the least g.ranked keys, sorted, by insertion
+		for b := range k {
+			if b == a {
+				continue
+			}
+			key := d[b]<<g.shift | uint64(b)
+			if len(keys) == g.ranked {
+				if key > keys[len(keys)-1] {
+					continue
+				}
+				keys = keys[:len(keys)-1]
+			}
+			i := len(keys)
+			keys = append(keys, key)
+			for ; i > 0 && keys[i-1] > key; i-- {
+				keys[i] = keys[i-1]
+			}
+			keys[i] = key
+		}
+		for r, key := range keys {
+			row[r] = int32(key & (1<<g.shift - 1))
+		}
+	case packed:
+		for b := range k {
+			if b != a {
+				keys = append(keys, d[b]<<g.shift|uint64(b))
+			}
+		}
+		slices.Sort(keys)
+		for r, key := range keys {
+			row[r] = int32(key & (1<<g.shift - 1))
+		}
+	default:
 		r := 0
 		for b := range k {
 			if b != a {
@@ -127,16 +220,17 @@ func (g *geometry) ranks() {
 				r++
 			}
 		}
-		d := g.icd[a*k : (a+1)*k]
 		slices.SortFunc(row, func(x, y int32) int {
-			if d[x] != d[y] {
-				if d[x] < d[y] {
-					return -1
-				}
-				return 1
+			if c := cmp.Compare(d[x], d[y]); c != 0 {
+				return c
 			}
-			return int(x - y)
+			return cmp.Compare(x, y)
 		})
+	}
+	if dist {
+		for r, b := range row {
+			g.rdist[a*n+r] = sqrt(d[b])
+		}
 	}
 }
 
@@ -292,6 +386,64 @@ func (g *geometry) find(x []int32, a int, da uint64, second bool) (best int, d1,
 			break
 		}
 		visit(r)
+	}
+	return best, d1, d2, evals
+}
+
+// walkRanked is how many of each row of RID Bounds ranks for walk: whole
+// rows cost 2.9 ms a pass at k = 256 on the 2-core VM, the first 32 of
+// each 0.99 (BenchmarkRanks).
+const walkRanked = 32
+
+// walk is search from a known centroid a (squared distance da), the way
+// Bounds searches a point whose bounds failed: it visits the others in
+// order of their distance from a (RID) and stops at the first whose
+// distance from a, less the point's, exceeds the second-nearest distance
+// found so far. By the triangle inequality that one and all after it are
+// farther from the point than the second, so d2 is exact, as Hamerly's
+// lower bound needs; past a row's ranked prefix the rest are tested one by
+// one. Against search's projection order (2-core VM, bench/README.md,
+// session 27) the bounds compute 10.8 distances a point where they
+// computed 12.4 (d = 8, k = 32, σ² = 0.03), 2.8 for 4.1 (d = 32, σ² =
+// 0.01) and 5.5 for 11.1 (graf1's colours, k = 256), each cheaper: their
+// passes take 0.57–0.87 of the time at d = 8 and at d = 32 with σ² ≤
+// 0.01, 0.66–0.81 on the images at k = 64 and 256, and within ±4 % at
+// d = 32 with σ² ≥ 0.05 and at d = 41.
+func (g *geometry) walk(x []int32, a int, da uint64) (best int, d1, d2, evals uint64) {
+	k := g.k
+	best, d1, d2 = a, da, math.MaxUint64
+	sa := math.Sqrt(float64(da))
+	n := k - 1
+	rid, rd := g.rid[a*n:a*n+g.ranked], g.rdist[a*n:a*n+g.ranked]
+	visit := func(j int) {
+		evals++
+		switch d := Dist(x, centroidAt(g.cent, g.dim, j)); {
+		case d < d1 || (d == d1 && j < best):
+			best, d1, d2 = j, d, d1
+		case d < d2:
+			d2 = d
+		}
+	}
+	for r, j := range rid {
+		if d2 != math.MaxUint64 && farEnough(rd[r]-sa, rd[r]+sa, d2) {
+			return best, d1, d2, evals
+		}
+		visit(int(j))
+	}
+	if g.ranked == n {
+		return best, d1, d2, evals
+	}
+	// past the ranked prefix: the rest in index order, each tested alone
+	icd := g.icd[a*k : (a+1)*k]
+	last := icd[rid[len(rid)-1]]<<g.shift | uint64(rid[len(rid)-1])
+	for j, c := range icd {
+		if j == a || c<<g.shift|uint64(j) <= last {
+			continue
+		}
+		if sc := sqrt(c); d2 != math.MaxUint64 && farEnough(sc-sa, sc+sa, d2) {
+			continue
+		}
+		visit(j)
 	}
 	return best, d1, d2, evals
 }

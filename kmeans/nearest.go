@@ -25,7 +25,7 @@ func NearestFrom(pts *Points, centroids []int32, hint []int32, workers int) []in
 	dim, k := pts.Dim, len(centroids)/pts.Dim
 	labels := make([]int32, pts.Len())
 	var g geometry
-	g.build(centroids, dim, nil, Bounds)
+	g.build(centroids, dim, nil, searching, workers)
 	forChunks(context.Background(), pts.Len(), workers, func(_, _, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			x := pts.At(i)
@@ -46,7 +46,7 @@ func NearestFrom(pts *Points, centroids []int32, hint []int32, workers int) []in
 func nearest2(ctx context.Context, pts *Points, cent []int32, workers int) (labels []int32, d1, d2 []uint64, err error) {
 	n, dim := pts.Len(), pts.Dim
 	var g geometry
-	g.build(cent, dim, nil, Bounds)
+	g.build(cent, dim, nil, searching, workers)
 	labels = make([]int32, n)
 	d1 = make([]uint64, n)
 	d2 = make([]uint64, n)
