@@ -179,13 +179,18 @@ func (g *geometry) rank(a int, packed bool, keys []uint64, dist bool) {
 	k, n := g.k, g.k-1
 	row, d := g.rid[a*n:a*n+g.ranked], g.icd[a*k:(a+1)*k]
 	switch {
-	case packed && g.ranked < n:
-		// the least g.ranked keys, sorted, by insertion
+	case packed:
+		// the least g.ranked keys, sorted: by insertion where that is a
+		// prefix, else all of them sorted
 		for b := range k {
 			if b == a {
 				continue
 			}
 			key := d[b]<<g.shift | uint64(b)
+			if g.ranked == n {
+				keys = append(keys, key)
+				continue
+			}
 			if len(keys) == g.ranked {
 				if key > keys[len(keys)-1] {
 					continue
@@ -199,16 +204,9 @@ func (g *geometry) rank(a int, packed bool, keys []uint64, dist bool) {
 			}
 			keys[i] = key
 		}
-		for r, key := range keys {
-			row[r] = int32(key & (1<<g.shift - 1))
+		if g.ranked == n {
+			slices.Sort(keys)
 		}
-	case packed:
-		for b := range k {
-			if b != a {
-				keys = append(keys, d[b]<<g.shift|uint64(b))
-			}
-		}
-		slices.Sort(keys)
 		for r, key := range keys {
 			row[r] = int32(key & (1<<g.shift - 1))
 		}
