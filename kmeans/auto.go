@@ -1329,6 +1329,33 @@ func boundsShare(g float64) float64 { return math.Min(0.7, 0.03/g) }
 // measured 0.21; bench/README.md, session 8).
 const boundsFailShare = 0.3
 
+// boundsQuartileShare estimates the share of the k centroids whose
+// distances the bounds compute for a point over a run's steady passes
+// (its second to thirteenth), from the upper quartile g of the sample's
+// gaps at the first pass's centroids (sampleGapAt, q = 3/4), which tells
+// tight clusters from loose ones where the median does not (a random
+// start leaves most points' two nearest centroids in one cluster). Fitted
+// on the seeds' synthetic sets with the bounds' walk (geometry.walk): n =
+// 30 000, d = 8, 16 and 32, k = 16 to 128, σ² = 0.001 to 1, three random
+// starts each; the measured share over the fit's is 0.56–1.85 (10th to
+// 90th percentile) at d = 8 and 0.88–2.0 at d = 16 and 32; at d = 8 the
+// share was 0.02–0.13 where g ≥ 1.4, 0.10–0.38 at g = 0.35–0.7 and
+// 0.33–0.66 at g = 0.2–0.35. Where the clusters are tight, the prior's
+// 17 % (steadyMoved) is three times too much: the walk searches a failed
+// point's few near centroids, not all of them.
+func boundsQuartileShare(g float64) float64 { return math.Min(0.8, 0.04+0.07/g) }
+
+// choiceAtGaps returns choiceInLloyd, but for the bounds in at most
+// autoTreeDim dimensions, once gapStart or probeTree measured the gaps'
+// upper quartile: their steady pass at boundsQuartileShare.
+func (s *autoSession) choiceAtGaps(k int) float64 {
+	h := s.hy
+	if h.cur == Bounds && s.pts.Dim <= autoTreeDim && s.gap75 > 0 {
+		return h.boundsAtShare(k, boundsQuartileShare(s.gap75))
+	}
+	return h.choiceInLloyd(k)
+}
+
 // autoTreeDim is the largest dimension in which Auto starts on the
 // kd-tree without a probe (above autoTreeSureDim, where its build is cheap
 // on the session's threads: treeStartPasses): its first pass, and a
@@ -1391,6 +1418,17 @@ const treeStartPasses = 2
 // probe: 0.45, between the loose sets' most (0.33) and σ² = 0.01's least
 // (0.56). At d = 6 and 4 the tree's passes won at every σ² (0.33–0.79 of
 // the bounds'), so there the tree starts whatever the gaps.
+//
+// Even where the gaps are tight, the tree starts without a probe only
+// where its build, priced at treeBuildTypical on the session's threads,
+// costs no more than the model's choice's first pass that it spares
+// (searchPass, less a steady pass at boundsQuartileShare): on 2 threads
+// at k = 16 and 32 it costs 0.9–1.8 Lloyd passes against 1.8–2.6 spared,
+// where the tree's whole runs took 0.73–0.85 of the bounds'
+// (bench/README.md, session 27); on the H100 host's 16 threads 2.2
+// against 1.9, where its passes cost as much as the bounds' (0.36 ms
+// against 0.39–0.41 at k = 32) and its build was never repaid. There a
+// probe decides (probeTree).
 const (
 	treeGapDim   = 6
 	treeGapMin   = 1.5
@@ -1462,8 +1500,18 @@ func takeMost(b, c, f float64) float64 {
 // whose whole run, its build counted, took 0.65 of the bounds' (Auto 1.53
 // times the best, in one run of two).
 func (s *autoSession) firstPass(k int) float64 {
+	if s.probesBeside() {
+		return 0
+	}
+	return s.searchPass(k)
+}
+
+// searchPass returns the first pass of the model's choice at k centroids
+// in Lloyd passes where it is a search of every point (SearchPass: the
+// pruning algorithms'), else 0.
+func (s *autoSession) searchPass(k int) float64 {
 	h := s.hy
-	if s.probesBeside() || (h.cur != Bounds && h.cur != WuHong) {
+	if h.cur != Bounds && h.cur != WuHong {
 		return 0
 	}
 	return 1 + h.searchExtra(h.cur)/h.Predict(Lloyd, k, float64(k))
@@ -1504,6 +1552,14 @@ func spared(f, c float64) string {
 // d = 32) with a tight box at every node. Its lower end: it decides
 // which builds are not even probed.
 const treeBuildCost = 1.6
+
+// treeBuildTypical is what building the kd-tree typically costs per point
+// and level, in distances of a one-thread Lloyd pass, in 8 dimensions,
+// where gapStart weighs a build it would not probe: the whole tree's
+// build, timed in the bench's runs (n = 30 000, k = 16 and 32) against its
+// Lloyd passes on the session's threads, came to 2.0–3.4 on the 2-core VM
+// and 2.2–2.4 on the H100 host's 16 threads (bench/README.md, session 27).
+const treeBuildTypical = 2.4
 
 // treeBuildShare estimates how many one-thread Lloyd passes at k
 // centroids building the kd-tree over n points costs on one thread, from
@@ -1756,10 +1812,11 @@ type autoSession struct {
 	curAlgo Algorithm
 	k       int
 	rebased bool
-	ppStale bool // a Rebase went by while pp was not the current session
-	trStale bool // or while the tree was not
-	probe   bool // the first pass probes the kd-tree (treeProbe)
-	gapTree bool // the first pass starts on the kd-tree if the gaps say so (treeGapMin, treeGapLoose)
+	ppStale bool    // a Rebase went by while pp was not the current session
+	trStale bool    // or while the tree was not
+	probe   bool    // the first pass probes the kd-tree (treeProbe)
+	gapTree bool    // the first pass starts on the kd-tree if the gaps say so (treeGapMin, treeGapLoose)
+	gap75   float64 // the upper quartile of the sample's gaps at the first pass's centroids, once gapStart or probeTree measured it (0: not yet)
 	total   uint64
 	a, b    []int32 // label buffers for a switch
 	passes  int
@@ -1906,16 +1963,22 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 
 // probeTree decides, before the first pass of a session in more than
 // autoTreeDim dimensions (or more than autoTreeSureDim, on treeProbeMin
-// points or more), between the kd-tree and the model's choice, by
+// points or more; or where gapStart leaves the tree to it), between the
+// kd-tree and the model's choice, by
 // treeProbe with the pass's centroids. Taken, the tree is built within
 // the pass (its time counts) and measured from then on like any other
-// algorithm; else it is no candidate. Where the model's choice is Bounds
-// and the sample's gaps (sampleGap) say they will search at least
-// boundsFailShare of the centroids (boundsShare), their work is that,
-// not the prior of a settled run.
+// algorithm; else it is no candidate. Above autoTreeDim, where the
+// model's choice is Bounds and the sample's gaps (sampleGap) say they
+// will search at least boundsFailShare of the centroids (boundsShare),
+// their work is that, not the prior of a settled run.
 //
-// The probe runs on one thread. Its tree pass is taken against Lloyd's as
-// it is, at any number of threads: on the H100 host's 16 cores
+// The probe runs on one thread. Its tree pass is taken against Lloyd's
+// with the fixed cost of a pass on the session's threads added
+// (fixedShare), which the one-thread pass over a sample does not pay and
+// the session's does; that aside, as it is, at any number of threads. In
+// 8 dimensions on the H100 host's 16 threads the probe's pass took
+// 0.01–0.03 of a Lloyd pass for the session's measured 0.23–0.28 (the
+// fixed cost counted: 0.13–0.31); in 32, on its 16 cores
 // (bench/README.md, sessions 9 and 10, d = 32, k = 32) the probe's
 // one-thread ratio (0.25–0.31 at σ² = 0.001, 0.73–0.81 at 0.01, 1.1–1.35
 // at 0.05–1) foretold the measured 16-thread one (0.27–0.35, 0.55–0.66,
@@ -1927,6 +1990,14 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 // errs on the side of the per-point algorithms.) Its build is priced for
 // the session's threads (buildPassScale), which speed it up far less than
 // Lloyd's passes.
+//
+// In at most autoTreeDim dimensions the bounds are priced by the gaps'
+// upper quartile (boundsQuartileShare), not by the prior, which prices
+// them three times too dear on tight clusters: on the H100 host's 16
+// threads, d = 8, k = 16, σ² ≤ 0.003, the prior's 0.59 of a Lloyd pass
+// against a measured 0.26–0.3 took the tree on the probe's word, and its
+// build was never repaid (Auto 1.77 times the best, open counted; 1.08–1.16
+// with the quartile and the fixed cost, bench/README.md, session 28).
 func (s *autoSession) probeTree(centroids []int32) {
 	s.probe = false
 	h := s.hy
@@ -1935,13 +2006,21 @@ func (s *autoSession) probeTree(centroids []int32) {
 	c := h.choiceInLloyd(k)
 	price := s.buildPrice(k)
 	f := s.firstPass(k)
+	if s.pts.Dim <= autoTreeDim && h.cur == Bounds {
+		// in few dimensions the bounds' price is what the gaps' upper
+		// quartile says, more or less than the prior's (boundsQuartileShare)
+		if s.gap75 == 0 {
+			s.gap75 = sampleGapAt(s.pts, centroids, 0.75, 1)
+		}
+		c = s.choiceAtGaps(k)
+	}
 	// Where the bounds will search much of every point, their price is
 	// what the gaps say. The gaps (a scan of a sample, 0.5 ms in 32
 	// dimensions at k = 32 on the 2-core VM) are measured beside the
 	// tree's pass where it runs on a thread of its own (treeProbe), else
 	// only once a decision hangs on them: where the tree is refused at the
 	// model's price but would be taken at the most the gaps can say.
-	gapDone := h.cur != Bounds
+	gapDone := h.cur != Bounds || s.pts.Dim <= autoTreeDim
 	gaps := func() {
 		if gapDone {
 			return
@@ -1951,7 +2030,10 @@ func (s *autoSession) probeTree(centroids []int32) {
 			c = math.Max(c, h.boundsAtShare(k, boundsShare(g)))
 		}
 	}
+	// the probe's one-thread pass of the tree, on the session's threads
+	on := h.fixedShare(k)
 	take := func(r, b float64) bool {
+		r = on.pass(r)
 		if takeTree(r, price(b), c, f) {
 			return true
 		}
@@ -1968,7 +2050,7 @@ func (s *autoSession) probeTree(centroids []int32) {
 		if !gapDone {
 			cm = math.Max(c, h.boundsAtShare(k, boundsShare(0)))
 		}
-		return takeMost(price(b), cm, f)
+		return on.sample(takeMost(price(b), cm, f))
 	}
 	// Where the tree's pass runs on a thread of its own, the gaps are
 	// measured beside it, at no cost in time: they can only raise c, as
@@ -1977,25 +2059,67 @@ func (s *autoSession) probeTree(centroids []int32) {
 	// σ² = 0.01, the probe took 1.8 ms where it took 2.3 ms with the gaps
 	// after the pass (BenchmarkAutoProbe).
 	r, b, cut := treeProbe(s.pts, centroids, take, most, gaps, s.workers)
-	if r > 0 && take(r, b) {
+	took := r // the sample's pass, for take
+	r = on.pass(r)
+	if took > 0 && take(took, b) {
 		dims := fmt.Sprintf("dimension %d > %d, but", s.pts.Dim, autoTreeDim)
 		if s.pts.Dim <= autoTreeDim {
 			dims = fmt.Sprintf("dimension %d:", s.pts.Dim)
 		}
-		h.why = []string{fmt.Sprintf("%s: %s a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f%s: its first pass within %.2f, or its build repaid within %d passes): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
-			KDTree, dims, r, price(b), s.workers, c, spared(f, c), treeProbeRatio, treeRepayPasses, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
+		h.why = []string{fmt.Sprintf("%s: %s a kd-tree pass over a sample took %.2f of a Lloyd pass (%s) and its build %.2f more on %d threads (the model's choice %.2f%s: its first pass within %.2f, or its build repaid within %d passes): clusters tight enough for its boxes (the model's choice: %s); its passes are measured",
+			KDTree, dims, r, on, price(b), s.workers, c, spared(f, c), treeProbeRatio, treeRepayPasses, strings.TrimPrefix(h.why[0], string(h.cur)+": "))}
 		h.cur = KDTree
 		h.cands = append([]Algorithm{KDTree}, h.cands...)
 		return
 	}
 	switch {
 	case cut:
-		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample, its build %.2f Lloyd passes on %d threads, was cut after %.2f of a Lloyd pass, past the most the model's choice (%.2f%s) would leave it (its first pass within %.2f, or its build repaid within %d passes)", price(b), s.workers, r, c, spared(f, c), treeProbeRatio, treeRepayPasses)
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample, its build %.2f Lloyd passes on %d threads, was cut after %.2f of a Lloyd pass (%s), past the most the model's choice (%.2f%s) would leave it (its first pass within %.2f, or its build repaid within %d passes)", price(b), s.workers, r, on, c, spared(f, c), treeProbeRatio, treeRepayPasses)
 	case math.IsInf(r, 1):
 		h.why[0] += fmt.Sprintf("; a kd-tree's build would take %.2f Lloyd passes on %d threads, more than the model's choice (%.2f) could save in %d", price(b), s.workers, c, treeRepayPasses)
 	case r > 0:
-		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass and its build %.2f more on %d threads (the model's choice %.2f%s: neither its first pass within %.2f nor its build repaid within %d passes)", r, price(b), s.workers, c, spared(f, c), treeProbeRatio, treeRepayPasses)
+		h.why[0] += fmt.Sprintf("; a kd-tree pass over a sample took %.2f of a Lloyd pass (%s) and its build %.2f more on %d threads (the model's choice %.2f%s: neither its first pass within %.2f nor its build repaid within %d passes)", r, on, price(b), s.workers, c, spared(f, c), treeProbeRatio, treeRepayPasses)
 	}
+}
+
+// fixedShare returns the share of a steady Lloyd pass at k centroids that
+// is its fixed cost (Cost.Fixed: handing the pass to the session's
+// threads, and merging their sums), which a pass of the kd-tree pays as
+// well, but treeProbe's one-thread passes over a sample do not.
+func (h *Hybrid) fixedShare(k int) treeOnThreads {
+	c := h.consts[Lloyd]
+	if c == nil || c.Fixed <= 0 {
+		return 0
+	}
+	return treeOnThreads(math.Min(c.Fixed/h.Predict(Lloyd, k, float64(k)), 0.9))
+}
+
+// treeOnThreads is the share of a Lloyd pass of the session's threads
+// that is its fixed cost (fixedShare): it turns the probe's pass of the
+// kd-tree into one of the session's, where the fixed cost is counted
+// again. On the H100 host's 16 threads, d = 8 (session 27), the probe's
+// passes took 0.01–0.03 of a Lloyd pass where the tree's whole passes
+// took 0.28 of Lloyd's; the calibrated fixed cost was 0.31 of a pass at
+// k = 16 and 0.19 at k = 32. On the 2-core VM it is 0.02–0.03 of a pass.
+type treeOnThreads float64
+
+// pass returns the probe's pass r of the tree as one of the session's.
+func (on treeOnThreads) pass(r float64) float64 {
+	if math.IsInf(r, 1) || r <= 0 {
+		return r
+	}
+	return r + float64(on)*(1-r)
+}
+
+// sample is pass's inverse: the probe's pass that makes a pass m of the
+// session's.
+func (on treeOnThreads) sample(m float64) float64 {
+	return (m - float64(on)) / (1 - float64(on))
+}
+
+// String says what the fixed share is, for Auto's why.
+func (on treeOnThreads) String() string {
+	return fmt.Sprintf("its fixed cost counted, %.2f of a pass", float64(on))
 }
 
 // probeBesideMin is the fewest threads (the session's, and processors)
@@ -2108,13 +2232,25 @@ func (s *autoSession) observe(d time.Duration, k int, st *Stats, fresh bool) {
 // on the kd-tree in treeGapDim < d ≤ autoTreeDim, between the tree and the
 // model's choice by the upper quartile of the sample's gaps at the pass's
 // centroids (treeGapMin; a probe of the tree in the band down to
-// treeGapLoose).
+// treeGapLoose), which it keeps in gap75. Where the gaps say the tree but
+// its build costs more than the first pass it spares, it leaves the
+// choice to probeTree (s.probe).
 func (s *autoSession) gapStart(centroids []int32) {
 	s.gapTree = false
 	h := s.hy
 	g := sampleGapAt(s.pts, centroids, 0.75, s.workers)
+	s.gap75 = g
 	switch {
 	case g >= treeGapMin:
+		k := len(centroids) / s.pts.Dim
+		c, f := s.choiceAtGaps(k), s.searchPass(k)
+		if b := treeBuildShare(s.pts.Len(), k) * treeBuildTypical / treeBuildCost * buildPassScale(s.pts.Len(), s.workers); b > f-c {
+			// the build must be repaid by passes cheaper than the
+			// choice's, which only a probe of them tells
+			h.why[0] += fmt.Sprintf("; the sample's gaps' upper quartile %.2f ≥ %.2f (clusters tight enough for the kd-tree's boxes), but its build (about %.2f Lloyd passes on %d threads) costs more than the model's choice's first pass (%.2f, its steady ones %.2f) that it would spare", g, treeGapMin, b, s.workers, f, c)
+			s.probe = true
+			return
+		}
 		h.why = []string{fmt.Sprintf("%s: dimension %d ≤ %d, the sample's gaps' upper quartile %.2f ≥ %.2f (clusters tight enough for its boxes): the kd-tree's filtering assigns whole boxes, far fewer tests than n·k distances; its passes are measured", KDTree, s.pts.Dim, autoTreeDim, g, treeGapMin)}
 	case g < treeGapLoose:
 		h.why[0] += fmt.Sprintf("; the sample's gaps' upper quartile %.2f < %.2f: clusters so loose that the kd-tree's boxes split little", g, treeGapLoose)
@@ -2248,6 +2384,13 @@ func (s *autoSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 	}
 	k := len(centroids) / max(s.pts.Dim, 1)
 	first := s.k == 0
+	if first && s.gapTree {
+		// before the probe: where the tree's build is dear, the gaps
+		// leave the choice to it (gapStart)
+		t := time.Now()
+		s.gapStart(centroids)
+		s.setup += time.Since(t)
+	}
 	if first && s.probe && s.probesBeside() {
 		if done, err := s.probeBeside(ctx, centroids, st); done || err != nil {
 			return err
@@ -2258,11 +2401,6 @@ func (s *autoSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 	if first && s.probe {
 		t := time.Now()
 		s.probeTree(centroids)
-		s.setup += time.Since(t)
-	}
-	if first && s.gapTree {
-		t := time.Now()
-		s.gapStart(centroids)
 		s.setup += time.Since(t)
 	}
 	want := s.hy.Current()

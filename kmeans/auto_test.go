@@ -157,26 +157,30 @@ func TestAutoTreeAboveTreeDim(t *testing.T) {
 // σ² = 0.01 here: its pass at 1.2 of Lloyd's refused), and probes it
 // first where the build costs more than treeStartPasses of its Lloyd
 // passes (16 threads) on treeProbeMin points or more, taking it on the
-// probe's word (injected: passes at 0.05 of Lloyd's and a build of half a
-// one-thread pass, taken; passes at 1.2, not); below treeProbeMin it
-// starts on it without a probe. The result is Lloyd's every time.
+// probe's word, its pass counted with the fixed cost of a pass on the
+// session's threads (injected: passes at 0.05 of Lloyd's and a build of
+// half a one-thread pass, taken on 240 000 points, where the fixed cost is
+// 0.12 of a pass; not on 30 000, where it is half of one; passes at 1.2,
+// not); below treeProbeMin it starts on it without a probe. The result is
+// Lloyd's every time.
 func TestAutoProbesTreeInFewDims(t *testing.T) {
 	t.Setenv("KQUANT_CALIBRATION", "off")
 	defer func() { treeProbeClock = nil }()
 	for _, tc := range []struct {
 		n, dim, workers int
-		pass            float64
+		sigma2, pass    float64
 		probes          int
 		treeFirst       bool
 		whyPattern      string
 	}{
-		{30000, 3, 16, 0.05, 0, true, "kdtree: dimension 3 ≤ 8"},
-		{30000, 8, 2, 1.2, 1, false, "in [0.45, 1.50): clusters too loose for the kd-tree's boxes to beat the model's choice, and tight enough for its pruning; a kd-tree pass over a sample took 1.200"},
-		{30000, 8, 16, 0.05, 1, true, "kdtree: dimension 8: a kd-tree pass over a sample took 0.05"},
-		{30000, 8, 16, 1.2, 1, false, "a kd-tree pass over a sample took 1.20"},
-		{treeProbeMin / 2, 8, 16, 1.2, 0, true, "kdtree: dimension 8 ≤ 8"},
+		{30000, 3, 16, 0.01, 0.05, 0, true, "kdtree: dimension 3 ≤ 8"},
+		{30000, 8, 2, 0.01, 1.2, 1, false, "in [0.45, 1.50): clusters too loose for the kd-tree's boxes to beat the model's choice, and tight enough for its pruning; a kd-tree pass over a sample took 1.200"},
+		{240000, 8, 16, 1, 0.05, 1, true, "of a Lloyd pass (its fixed cost counted, 0.12 of a pass) and its build 3.43 more on 16 threads"},
+		{30000, 8, 16, 0.01, 0.05, 1, false, "of a Lloyd pass (its fixed cost counted, 0.52 of a pass) and its build 2.90 more on 16 threads (the model's choice 0.15, its first pass 2.28 spared: neither"},
+		{30000, 8, 16, 0.01, 1.2, 1, false, "a kd-tree pass over a sample took 1.10"},
+		{treeProbeMin / 2, 8, 16, 0.01, 1.2, 0, true, "kdtree: dimension 8 ≤ 8"},
 	} {
-		p := Synthetic(tc.n, tc.dim, 16, 0.01, 2)
+		p := Synthetic(tc.n, tc.dim, 16, tc.sigma2, 2)
 		start := randomStart(p, 16, 1)
 		want, err := Run(context.Background(), p, Config{K: 16, Init: InitGiven, Centroids: start, MaxIter: 5, Tol: -1, Workers: tc.workers, Algorithm: Lloyd}, nil)
 		if err != nil {
@@ -1054,6 +1058,89 @@ func TestAutoTreeStartByGaps(t *testing.T) {
 				t.Errorf("σ² = %g, seed %d: %s", tc.sigma2, seed, d)
 			}
 		}
+	}
+}
+
+// TestAutoTreeStartProbedWhereBuildDear: in 8 dimensions, at k = 32 on
+// tight clusters (σ² = 0.001), a session of 16 threads, whose kd-tree's
+// build (treeBuildTypical) costs more Lloyd passes than the bounds' first
+// pass it would spare, leaves the tree to a probe rather than starting on
+// it as 2 threads do, with the labels and centroids of Lloyd either way.
+func TestAutoTreeStartProbedWhereBuildDear(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	p := Synthetic(30000, 8, 32, 0.001, 1)
+	start := randomStart(p, 32, 1)
+	cfg := Config{K: 32, Init: InitGiven, Centroids: start, MaxIter: 5, Tol: -1, Workers: 2, Algorithm: Lloyd}
+	want, err := Run(context.Background(), p, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{2, 16} {
+		cfg.Algorithm, cfg.Workers = Auto, workers
+		m, err := Run(context.Background(), p, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probed := strings.Contains(m.Why, "costs more than the model's choice's first pass")
+		if probed != (workers == 16) || !probed && !strings.HasPrefix(m.Why, "kdtree: ") || probed && !strings.Contains(m.Why, "that it would spare; a kd-tree") {
+			t.Errorf("%d threads: %s", workers, m.Why)
+		}
+		if d := sameModel(m, want); d != "" {
+			t.Errorf("%d threads: %s", workers, d)
+		}
+	}
+}
+
+// TestBoundsQuartileShare: the share of the centroids the bounds search
+// over a run's steady passes, on the seeds' sets in 8 dimensions from a
+// random start, is what boundsQuartileShare makes of the gaps' upper
+// quartile at the start, within the spread of its fit, and falls from
+// loose clusters to tight ones as it says.
+func TestBoundsQuartileShare(t *testing.T) {
+	const n, k = 30000, 32
+	var shares []float64
+	for _, s2 := range []float64{1, 0.03, 0.001} {
+		p := Synthetic(n, 8, k, s2, 2)
+		cent := randomStart(p, k, 2)
+		g := sampleGapAt(p, cent, 0.75, 1)
+		sess, err := CPU.Open(p, SessionOptions{Algorithm: Bounds, MaxK: k, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st Stats
+		var work uint64
+		passes := 0
+		for it := 0; it < 13; it++ {
+			if err := sess.Assign(context.Background(), cent, &st); err != nil {
+				t.Fatal(err)
+			}
+			if it > 0 {
+				work += sess.(*cpuSession).Work()
+				passes++
+			}
+			if it > 0 && st.Moved == 0 {
+				break
+			}
+			for c := range k {
+				for j := range 8 {
+					if st.Counts[c] > 0 {
+						cent[c*8+j] = roundDiv(st.Sums[c*8+j], st.Counts[c])
+					}
+				}
+			}
+		}
+		sess.Close()
+		share := float64(work) / float64(passes*n*k)
+		if r := share / boundsQuartileShare(g); r < 0.4 || r > 2.5 {
+			t.Errorf("σ² = %g: gaps' quartile %.3f, share %.3f, modelled %.3f", s2, g, share, boundsQuartileShare(g))
+		}
+		shares = append(shares, share)
+	}
+	if shares[0] <= shares[1] || shares[1] <= 3*shares[2] {
+		t.Errorf("shares from loose to tight %.3f, not falling", shares)
+	}
+	if boundsQuartileShare(0.01) != 0.8 || boundsQuartileShare(5) >= boundsQuartileShare(0.5) {
+		t.Errorf("boundsQuartileShare: %v at 0.01, %v at 5, %v at 0.5", boundsQuartileShare(0.01), boundsQuartileShare(5), boundsQuartileShare(0.5))
 	}
 }
 
