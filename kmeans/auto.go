@@ -1964,10 +1964,9 @@ func newAutoSessionOn(pts *Points, opt SessionOptions, workers int, tree *treeSe
 // probeTree decides, before the first pass of a session in more than
 // autoTreeDim dimensions (or more than autoTreeSureDim, on treeProbeMin
 // points or more; or where gapStart leaves the tree to it), between the
-// kd-tree and the model's choice, by
-// treeProbe with the pass's centroids. Taken, the tree is built within
-// the pass (its time counts) and measured from then on like any other
-// algorithm; else it is no candidate. Above autoTreeDim, where the
+// kd-tree and the model's choice, by treeProbe with the pass's
+// centroids. Taken, the tree is built within the pass (its time counts)
+// and measured from then on like any other algorithm; else it is no candidate. Above autoTreeDim, where the
 // model's choice is Bounds and the sample's gaps (sampleGap) say they
 // will search at least boundsFailShare of the centroids (boundsShare),
 // their work is that, not the prior of a settled run.
