@@ -2002,17 +2002,14 @@ func (s *autoSession) probeTree(centroids []int32) {
 	h := s.hy
 	// the model's choice against Lloyd, steady, in passes
 	k := len(centroids) / s.pts.Dim
-	c := h.choiceInLloyd(k)
+	if s.pts.Dim <= autoTreeDim && h.cur == Bounds && s.gap75 == 0 {
+		// in few dimensions the bounds' price is what the gaps' upper
+		// quartile says, more or less than the prior's (choiceAtGaps)
+		s.gap75 = sampleGapAt(s.pts, centroids, 0.75, 1)
+	}
+	c := s.choiceAtGaps(k)
 	price := s.buildPrice(k)
 	f := s.firstPass(k)
-	if s.pts.Dim <= autoTreeDim && h.cur == Bounds {
-		// in few dimensions the bounds' price is what the gaps' upper
-		// quartile says, more or less than the prior's (boundsQuartileShare)
-		if s.gap75 == 0 {
-			s.gap75 = sampleGapAt(s.pts, centroids, 0.75, 1)
-		}
-		c = s.choiceAtGaps(k)
-	}
 	// Where the bounds will search much of every point, their price is
 	// what the gaps say. The gaps (a scan of a sample, 0.5 ms in 32
 	// dimensions at k = 32 on the 2-core VM) are measured beside the
