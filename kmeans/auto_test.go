@@ -208,6 +208,63 @@ func TestAutoProbesTreeInFewDims(t *testing.T) {
 	}
 }
 
+// TestAutoNoProbeWhereTreeCannotRepay: beside the first pass (probeBeside,
+// forced on as on 16 threads) in 8 dimensions, where the bounds, priced by
+// the gaps' upper quartile, are so cheap that even passes of the kd-tree
+// that cost only the fixed cost of a pass on the session's threads would
+// not repay a typical build (probeMayTake), Auto probes nothing and runs
+// the bounds, with Lloyd's result. The rule itself, on 240 000 points
+// (the fixed cost 0.12 of a pass): gaps whose quartile prices the bounds
+// at 0.8 of the centroids leave the probe to decide; gaps of tight
+// clusters do not.
+func TestAutoNoProbeWhereTreeCannotRepay(t *testing.T) {
+	t.Setenv("KQUANT_CALIBRATION", "off")
+	probeBesideForced = true
+	defer func() { treeProbeClock = nil; probeBesideForced = false }()
+	p := Synthetic(30000, 8, 16, 0.001, 2)
+	start := randomStart(p, 16, 1)
+	cfg := Config{K: 16, Init: InitGiven, Centroids: start, MaxIter: 5, Tol: -1, Workers: 16, Algorithm: Lloyd}
+	want, err := Run(context.Background(), p, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := 0
+	treeProbeClock = func(_, _, lloyd float64) (float64, float64, float64) {
+		probes++
+		return 0.05 * lloyd, 0.5 * lloyd, lloyd
+	}
+	cfg.Algorithm = Auto
+	m, err := Run(context.Background(), p, cfg, nil)
+	treeProbeClock = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probes != 0 || !strings.HasPrefix(m.Why, "bounds: ") || !strings.Contains(m.Why, "no probe of the kd-tree: passes of it that cost only the fixed cost of a pass on 16 threads (0.52 of a Lloyd pass)") {
+		t.Errorf("%d probes: %s", probes, m.Why)
+	}
+	if d := sameModel(m, want); d != "" {
+		t.Error(d)
+	}
+
+	big := Synthetic(240000, 8, 16, 0.01, 2)
+	sess, err := CPU.Open(big, SessionOptions{MaxK: 16, Workers: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	s := sess.(*autoSession)
+	s.hy.cur = Bounds
+	for _, c := range []struct {
+		gap75 float64
+		probe bool
+	}{{0.01, true}, {0.1, true}, {1, false}, {5, false}} {
+		s.gap75 = c.gap75
+		if got := s.probeMayTake(randomStart(big, 16, 1)); got != c.probe {
+			t.Errorf("240 000 points, the gaps' quartile %g: probe %v, want %v (%s)", c.gap75, got, c.probe, s.hy.why[0])
+		}
+	}
+}
+
 // TestTakeTree: the kd-tree above autoTreeDim, from the probe's pass r and
 // build b, the model's choice c and its first pass f that the tree spares,
 // all in Lloyd passes.
