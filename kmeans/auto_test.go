@@ -1375,3 +1375,52 @@ func BenchmarkAutoProbe(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAutoFirstPass: what Auto adds to the model's choice at a
+// session's start on 16 threads, on the seeds' sets in 8 dimensions
+// (n = 30 000, the bench's fig5 runs) from a random start: the open and
+// first pass of an Auto session and of a Bounds one (Auto's setup, as it
+// counts it, reported), and the gaps' scan at the start (sampleGapAt) on
+// 1 and on 16 threads.
+func BenchmarkAutoFirstPass(b *testing.B) {
+	b.Setenv("KQUANT_CALIBRATION", "off")
+	ctx := context.Background()
+	for _, c := range []struct {
+		k  int
+		s2 float64
+	}{{16, 0.001}, {32, 0.003}, {32, 0.1}} {
+		pts := Synthetic(30000, 8, c.k, c.s2, 1)
+		start := randomStart(pts, c.k, 1)
+		for _, algo := range []Algorithm{Auto, Bounds} {
+			name := string(algo)
+			if algo == Auto {
+				name = "auto"
+			}
+			b.Run(fmt.Sprintf("k=%d/σ²=%g/%s", c.k, c.s2, name), func(b *testing.B) {
+				var st Stats
+				var setup time.Duration
+				for range b.N {
+					sess, err := CPU.Open(pts, SessionOptions{Algorithm: algo, MaxK: c.k, Workers: 16})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := sess.Assign(ctx, start, &st); err != nil {
+						b.Fatal(err)
+					}
+					if s, ok := sess.(*autoSession); ok {
+						setup += s.Setup()
+					}
+					sess.Close()
+				}
+				b.ReportMetric(float64(setup.Microseconds())/float64(b.N), "setup-µs/op")
+			})
+		}
+		for _, w := range []int{1, 16} {
+			b.Run(fmt.Sprintf("k=%d/σ²=%g/gaps-%d", c.k, c.s2, w), func(b *testing.B) {
+				for range b.N {
+					sampleGapAt(pts, start, 0.75, w)
+				}
+			})
+		}
+	}
+}
