@@ -2278,7 +2278,9 @@ func (s *autoSession) typicalBuild(k int) float64 {
 // σ² ≤ 0.01 (session 28), the bounds' passes took 0.26–0.3 of a Lloyd
 // pass, the tree's 0.23–0.28 with a fixed cost of 0.13–0.31, and its
 // build 2.2–2.4: the probe took the bounds, and its setup 0.15–0.6 ms of a
-// 3.3 ms run (Auto 1.11–1.16 times the best).
+// 3.3 ms run (Auto 1.11–1.16 times the best); on a host whose build took
+// 3–5.5 ms (session 29) it took the tree, on a build priced at 3.3–3.7
+// Lloyd passes, and Auto ran 6.7 ms where the bounds alone ran 3.6.
 func (s *autoSession) probeMayTake(centroids []int32) bool {
 	h := s.hy
 	if s.pts.Dim > autoTreeDim || h.cur != Bounds {
@@ -2427,12 +2429,12 @@ func (s *autoSession) Assign(ctx context.Context, centroids []int32, st *Stats) 
 		t := time.Now()
 		s.probe = s.probeMayTake(centroids)
 		s.setup += time.Since(t)
-	}
-	if first && s.probe && s.probesBeside() {
-		if done, err := s.probeBeside(ctx, centroids, st); done || err != nil {
-			return err
+		if s.probe {
+			if done, err := s.probeBeside(ctx, centroids, st); done || err != nil {
+				return err
+			}
+			// the probe took the tree and cut the pass: the tree's pass below
 		}
-		// the probe took the tree and cut the pass: the tree's pass below
 	}
 	prev, prevAlgo := s.cur, s.curAlgo
 	if first && s.probe {
