@@ -695,6 +695,14 @@ func (s *meteredSession) BreatheOutAhead(n int, tol float64) {
 	}
 }
 
+// BreatheInAhead passes the engine's plan on (kmeans.InBreather), so that
+// the breaths in the device starts are timed as the engine sees them.
+func (s *meteredSession) BreatheInAhead(next func([]int32, uint64, []uint64) (kmeans.Breath, bool)) {
+	if ib, ok := s.Session.(kmeans.InBreather); ok {
+		ib.BreatheInAhead(next)
+	}
+}
+
 // BenchmarkRunStages: whole quantize runs on the deduplicated colours of
 // real images with the GPU, the reduced set on the device: the run's wall
 // time, and the time and count of the sessions' opens, Assigns and

@@ -1,9 +1,13 @@
 package cudakern
 
 import (
+	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/trace"
 	"slices"
 	"unsafe"
 
@@ -25,12 +29,26 @@ import (
 // batch (the gate, its SCAL_PROF, is clear), kq_br_shrink stops the chained
 // run before its first pass and nothing of the session changed. The
 // engine's LloydSteps for the breath out then takes the chained run
-// (takeOut) where it asks for exactly that run: the same centroids (the
-// host's own remove, checked against kq_br_shrink's), fixed count,
+// (takeChained) where it asks for exactly that run: the same centroids
+// (the host's own remove, checked against kq_br_shrink's), fixed count,
 // tolerance and passes, from no previous inertia, profiled without the
 // utility. The session then swaps the chained run's buffers in, as after
 // that batch. Anything else drops it. So the answers are the unchained
 // batch's, bit for bit; only a round trip goes.
+//
+// The next breath then starts on the device before the engine asks for
+// it (speculate), where the engine gave its plan (BreatheInAhead): once
+// the breath out is read back, the session asks the plan which breath in
+// follows from its result, uploads those centroids and launches the
+// grown run (kq_br_shrink removing none makes its first pass's tables),
+// its profile with the utility and, chained after them, its breath out,
+// into a third and fourth set of buffers. While the device runs them,
+// the host takes the breath just read (the engine's profile, removal,
+// bookkeeping). The engine's next grown run takes the breath started
+// (takeSpec) where it asks for exactly that run, as above, and its
+// breath out becomes the chained one; that job starts the breath after.
+// On graf1's reduced set at k = 256 (H100) breathing fell from 5.2 to
+// 4.5 ms a run (bench/cuda/NOTES.md, round 27).
 
 // chainMaxN is the most points of a session that chains breaths out: the
 // chained run keeps labels of its own, 2 bytes a point. (Breathing runs on
@@ -55,30 +73,40 @@ type shrinkParams struct {
 	Radius                                       int64
 }
 
-// outBreath is a session's breath out: the engine's hint, the device
-// buffers of the chained run (which it owns between batches, and swaps
-// with the session's where LloydSteps takes the run), and the run chained
-// until LloydSteps takes or drops it.
-type outBreath struct {
-	n   int     // the centroids the breath out removes; 0: none hinted
-	tol float64 // its Lloyd run's tolerance
-
+// A chained run is a Lloyd run that a batch chains after its own, in the
+// same stream, into buffers of its own (sums, scalars, labels, records),
+// which the session owns between batches and swaps with its own where
+// LloydSteps takes the run (takeChained): a breath out (outBreath's
+// hint), or a breath in and its breath out (speculate). It is ready once
+// read back, as LloydSteps would have run it from cent with nfixed fixed,
+// at tolerance tolRan, for steps passes at most, profiled with the utility
+// if util.
+type chained struct {
 	dAcc, dLabels, dCur, dUp, dRec          uint64
 	accCap, labelCap, curCap, upCap, recCap int
 
-	// the run chained: ready once read back, as LloydSteps would have run
-	// it from cent with nfixed fixed, at tolerance tolRan, for steps
-	// passes at most
 	ready              bool
 	k, nfixed, steps   int
 	tolRan             float64
+	util               bool
 	cent               []int32 // kq_br_shrink's centroids
 	acc                []uint64
 	prof, recs         []byte
 	stride, head, keep int // bytes: a record; the profile; kq_br_shrink's centroids
 	pass               passLaunch
+}
 
-	taken int // chained runs taken (tests)
+// A chainSpec is what chain launches: kq_br_shrink makes the run's
+// centroids from the kg at cur on the device (or src, uploaded), removing
+// n of them by the utility at util as kmeans' remove does (n = 0: none,
+// and util may be 0), where the u64 at gate is set; then the run's first pass, loop kernel
+// and profile, with the utility if withUtil.
+type chainSpec struct {
+	gate, util, cur      uint64
+	src                  []int32
+	kg, n, nfixed, steps int
+	tol                  float64
+	withUtil             bool
 }
 
 // BreatheOutAhead implements kmeans.OutBreather. KQUANT_CUDA_CHAIN=off
@@ -87,7 +115,7 @@ func (s *session) BreatheOutAhead(n int, tol float64) {
 	if os.Getenv("KQUANT_CUDA_CHAIN") == "off" {
 		n = 0
 	}
-	s.out.n, s.out.tol = n, tol
+	s.outN, s.outTol = n, tol
 }
 
 // chainOut launches, on the context's thread, after the passes of a
@@ -97,10 +125,18 @@ func (s *session) BreatheOutAhead(n int, tol float64) {
 // hinted, and reports whether it did: not where the breath out's batch
 // could not run as one loop kernel.
 func (s *session) chainOut(lp *lloydParams, util uint64, steps int) (bool, error) {
-	o, b, L := &s.out, s.b, &s.L
-	kg, nfixed, dim := int(lp.K), int(lp.Nfixed), L.dim
-	k := kg - o.n
-	if kg > brMaxK || k < 1 || kg-nfixed < o.n || L.n > chainMaxN {
+	return s.chain(&s.out, chainSpec{gate: s.dAcc + 8*scalProf, util: util, cur: lp.Cur,
+		kg: int(lp.K), n: s.outN, nfixed: int(lp.Nfixed), steps: steps, tol: s.outTol})
+}
+
+// chain launches, on the context's thread, the run c into o's buffers
+// (see chained), and reports whether it did: not where the run's batch
+// could not run as one loop kernel.
+func (s *session) chain(o *chained, c chainSpec) (bool, error) {
+	b, L := s.b, &s.L
+	dim := L.dim
+	k := c.kg - c.n
+	if c.kg > brMaxK || k < 1 || c.kg-c.nfixed < c.n || L.n > chainMaxN {
 		return false, nil
 	}
 	kernel, err := s.batchKernelAt(k)
@@ -111,13 +147,15 @@ func (s *session) chainOut(lp *lloydParams, util uint64, steps int) (bool, error
 	if lsmem, _ := loopSmem(smem, k, dim); !b.coop || lsmem > b.smem || os.Getenv("KQUANT_CUDA_LLOYD") == "launch" {
 		return false, nil
 	}
+	o.ready = false
 	kpad := (k + 7) / 8 * 8
 	slots := k * (1 + dim)
 	o.stride = (recHead + 8*k + 4*k*dim + 7) &^ 7
-	o.head = 8 * profSlots(k, false)
+	o.head = 8 * profSlots(k, c.withUtil)
 	o.keep = (4*k*dim + 7) &^ 7
-	back := o.head + o.keep + o.stride*steps
+	back := o.head + o.keep + o.stride*c.steps
 	zeroed := back + loopBufs(k, dim)
+	tables := 16*kpad + 16*k
 	for _, g := range []struct {
 		p     *uint64
 		cap   *int
@@ -127,7 +165,7 @@ func (s *session) chainOut(lp *lloydParams, util uint64, steps int) (bool, error
 		{&o.dAcc, &o.accCap, max(s.accBytes, 8*(nscal+slots))},
 		{&o.dLabels, &o.labelCap, 2 * L.npad},
 		{&o.dCur, &o.curCap, 4 * k * dim},
-		{&o.dUp, &o.upCap, 16*kpad + 16*k},
+		{&o.dUp, &o.upCap, tables + 4*len(c.src)},
 		{&o.dRec, &o.recCap, zeroed},
 	} {
 		if err := b.grow(g.p, g.cap, g.bytes); err != nil {
@@ -140,12 +178,26 @@ func (s *session) chainOut(lp *lloydParams, util uint64, steps int) (bool, error
 	if err := b.memset32(o.dRec, 0, zeroed/4); err != nil {
 		return false, err
 	}
+	if c.util == 0 {
+		// kq_br_shrink loads kg utilities even where it removes none: the
+		// run's own profile slots, zeroed
+		c.util = o.dRec
+	}
+	if c.src != nil {
+		c.cur = o.dUp + uint64(tables)
+		if err := b.htod(c.cur, unsafe.Pointer(&c.src[0]), 4*len(c.src)); err != nil {
+			return false, err
+		}
+	}
 	fast := kernel != kSmallP8 && kernel != kSmallP16 // the tensor-core kernels' fragments
 	sp := &shrinkParams{
-		Gate: s.dAcc + 8*scalProf, Util: util, Cur: lp.Cur, Out: o.dCur, Keep: o.dRec + uint64(o.head),
+		Gate: c.gate, Util: c.util, Cur: c.cur, Out: o.dCur, Keep: o.dRec + uint64(o.head),
 		Frag: o.dUp, Cent: o.dUp + uint64(16*kpad), Stop: o.dAcc + 8*scalStop,
-		Kg: int32(kg), N: int32(o.n), Nfixed: int32(nfixed), Dim: int32(dim), Kpad: int32(kpad),
-		Center: lp.Center, Radius: lp.Radius,
+		Kg: int32(c.kg), N: int32(c.n), Nfixed: int32(c.nfixed), Dim: int32(dim), Kpad: int32(kpad),
+		Radius: L.radius,
+	}
+	for j := range dim {
+		sp.Center[j] = int32(L.center[j])
 	}
 	if fast {
 		sp.Fast = 1
@@ -155,7 +207,7 @@ func (s *session) chainOut(lp *lloydParams, util uint64, steps int) (bool, error
 	if err != nil {
 		return false, err
 	}
-	// the breath out's first pass, as LloydSteps' on new centroids
+	// the run's first pass, as LloydSteps' on new centroids
 	kp := s.passParams(k, flagAllMoved|flagFreshAcc, o.dLabels, o.dAcc)
 	s.fastTables(&kp, o.dUp)
 	grid := b.blocks(kernel, smem, (L.n+perIter-1)/perIter)
@@ -167,34 +219,34 @@ func (s *session) chainOut(lp *lloydParams, util uint64, steps int) (bool, error
 	if err != nil {
 		return false, err
 	}
-	lp2 := &lloydParams{
+	lp := &lloydParams{
 		Acc: o.dAcc + 8*nscal, Scal: o.dAcc, Frag: kp.Frag, Cent: kp.Cent, Cur: o.dCur,
-		Rec: o.dRec + uint64(o.head+o.keep), Tol: o.tol,
-		K: int32(k), Kpad: int32(kpad), Dim: int32(dim), Nfixed: int32(nfixed),
-		Last: int32(steps - 1), Stride: int32(o.stride), Center: lp.Center, Radius: lp.Radius, Prof: 1,
+		Rec: o.dRec + uint64(o.head+o.keep), Tol: c.tol,
+		K: int32(k), Kpad: int32(kpad), Dim: int32(dim), Nfixed: int32(c.nfixed),
+		Last: int32(c.steps - 1), Stride: int32(o.stride), Center: sp.Center, Radius: L.radius, Prof: 1,
 	}
 	kl := new(kparams)
 	*kl = kp
 	kl.Flags &^= flagAllMoved | flagFreshAcc
-	looped, err := s.batch.stepsLoop(b, kernel, grid, smem, kl, lp2, o.dRec+uint64(back))
+	looped, err := s.batch.stepsLoop(b, kernel, grid, smem, kl, lp, o.dRec+uint64(back))
 	runtime.KeepAlive(kl)
-	runtime.KeepAlive(lp2)
+	runtime.KeepAlive(lp)
 	if err != nil || !looped {
 		return false, err
 	}
-	if err := s.profileLaunch(kProfileF32, kp.Cent, o.dRec, o.dAcc+8*scalProf, k, false, o.dLabels); err != nil {
+	if err := s.profileLaunch(kProfileF32, kp.Cent, o.dRec, o.dAcc+8*scalProf, k, c.withUtil, o.dLabels); err != nil {
 		return false, err
 	}
-	o.k, o.nfixed, o.steps, o.tolRan = k, nfixed, steps, o.tol
+	o.k, o.nfixed, o.steps, o.tolRan, o.util = k, c.nfixed, c.steps, c.tol, c.withUtil
 	o.pass = passLaunch{kernel: kernel, grid: grid, smem: smem, p: kp}
 	return true, nil
 }
 
-// chainRead reads back, on the context's thread after the grown run's
-// batch, the breath out chainOut launched, which is then ready unless
-// kq_br_shrink stopped it.
-func (s *session) chainRead() error {
-	o, b := &s.out, s.b
+// chainRead reads back, on the context's thread, the run chained into o,
+// which is then ready unless kq_br_shrink stopped it.
+func (s *session) chainRead(o *chained) error {
+	b := s.b
+	o.ready = false
 	k, dim := o.k, s.L.dim
 	acc := make([]uint64, nscal+k*(1+dim))
 	if err := b.dtoh(unsafe.Pointer(&acc[0]), o.dAcc, 8*len(acc)); err != nil {
@@ -202,7 +254,7 @@ func (s *session) chainRead() error {
 	}
 	ran := acc[scalStop]
 	if ran == brOff {
-		return nil // the grown run did not end in its batch
+		return nil // the run before did not end in its batch
 	}
 	if ran == 0 || ran > uint64(o.steps) {
 		return fmt.Errorf("cudakern: a chained batch of %d passes says it wrote %d records", o.steps, ran)
@@ -220,27 +272,41 @@ func (s *session) chainRead() error {
 }
 
 // takes reports whether LloydSteps(cent, nfixed, tol, prev, steps) of
-// session s is the run chained (see the top of this file).
-func (o *outBreath) takes(s *session, cent []int32, nfixed int, tol float64, prev *uint64, steps int) bool {
-	return prev == nil && s.ahead == aheadInertia && nfixed == o.nfixed && tol == o.tolRan && steps == o.steps &&
+// session s is the run chained into o, as far as the host knows it
+// before o is read back (its centroids, where not ready, those it was
+// asked to run).
+func (o *chained) takes(s *session, cent []int32, nfixed int, tol float64, prev *uint64, steps int) bool {
+	ahead := aheadInertia
+	if o.util {
+		ahead = aheadUtility
+	}
+	return prev == nil && s.ahead == ahead && nfixed == o.nfixed && tol == o.tolRan && steps == o.steps &&
 		o.accCap >= s.accBytes && slices.Equal(cent, o.cent)
 }
 
-// takeOut is LloydSteps' answer from the run chained: the session swaps
-// its buffers in and is as after that batch.
-func (s *session) takeOut(cent []int32) ([]kmeans.LloydStep, error) {
-	o := &s.out
+// takeChained is LloydSteps' answer from the run chained into o, read
+// back: the session swaps its buffers in and is as after that batch.
+func (s *session) takeChained(o *chained, cent []int32) ([]kmeans.LloydStep, error) {
+	r := s.swapIn(o)
+	return s.batchDone(cent, r.pass.kernel, r.acc, r.prof, r.recs, r.stride, true, r.util)
+}
+
+// swapIn swaps the sums, scalars and labels of the run chained into o,
+// read back, with the session's, and returns the run as it was read
+// (o's run may then be chained anew).
+func (s *session) swapIn(o *chained) chained {
 	s.dAcc, o.dAcc = o.dAcc, s.dAcc
 	s.accBytes, o.accCap = o.accCap, s.accBytes
 	s.dLabels, o.dLabels = o.dLabels, s.dLabels
 	s.pass = o.pass
 	s.pr.boundsOK, s.pr.initPass, s.pr.reordered = false, false, false
-	o.taken++
-	return s.batchDone(cent, o.pass.kernel, o.acc, o.prof, o.recs, o.stride, true, false)
+	r := *o
+	o.ready = false
+	return r
 }
 
 // release frees the chained run's buffers.
-func (o *outBreath) release(b *Backend) {
+func (o *chained) release(b *Backend) {
 	for _, p := range []*uint64{&o.dAcc, &o.dLabels, &o.dCur, &o.dUp, &o.dRec} {
 		b.free(*p)
 		*p = 0
@@ -250,3 +316,112 @@ func (o *outBreath) release(b *Backend) {
 }
 
 var _ kmeans.OutBreather = (*session)(nil)
+
+// A breathPlan is the engine's plan of the next breath in
+// (kmeans.InBreather).
+type breathPlan func(cent []int32, inertia uint64, errc []uint64) (kmeans.Breath, bool)
+
+// BreatheInAhead implements kmeans.InBreather. KQUANT_CUDA_SPEC=off makes
+// the session ignore it (benchmarks compare the two).
+func (s *session) BreatheInAhead(next func(cent []int32, inertia uint64, errc []uint64) (kmeans.Breath, bool)) {
+	if os.Getenv("KQUANT_CUDA_SPEC") == "off" {
+		next = nil
+	}
+	s.in = next
+}
+
+// A specBreath is the next breath of breathing k-means, started on the
+// device before the engine asks for it (speculate): its grown run, and its
+// breath out chained after that.
+type specBreath struct {
+	pending    bool // started, not yet taken or dropped
+	grow, out  chained
+	outChained bool    // the breath out was chained
+	outN       int     // the breath out's hint, as BreatheOutAhead's
+	outTol     float64 // (which the engine's call must repeat)
+}
+
+// speculate launches, on the context's thread, after a breath out
+// chained into s.out and read back, the breath that the engine's plan
+// (BreatheInAhead) says follows it, where that breath out ended in its
+// batch: the breath in's grown run, from the plan's centroids uploaded
+// (kq_br_shrink making the first pass's tables, removing none), profiled
+// with the utility, and after it the breath out the plan hints, into the
+// spec's buffers. The host's next work (the engine taking this breath)
+// overlaps the device's on the next; the next LloydSteps takes the breath
+// in where it asks for exactly that run (takeSpec), else drops it.
+func (s *session) speculate() error {
+	o, sp := &s.out, &s.spec
+	if s.in == nil || !o.ready || o.acc[scalProf] == 0 {
+		return nil
+	}
+	dim := s.L.dim
+	last, inertia, ends := runEnd(o.cent, dim, o.recs, o.stride)
+	if !ends {
+		return nil
+	}
+	errc := make([]uint64, o.k)
+	for i := range errc {
+		errc[i] = binary.LittleEndian.Uint64(o.prof[8*i:])
+	}
+	br, ok := s.in(last, inertia, errc)
+	if !ok || len(br.Centroids) == 0 || len(br.Centroids)%dim != 0 || !s.L.fastFits(br.Centroids) {
+		return nil
+	}
+	kg := len(br.Centroids) / dim
+	started, err := s.chain(&sp.grow, chainSpec{gate: o.dAcc + 8*scalProf, src: br.Centroids,
+		kg: kg, nfixed: o.nfixed, steps: o.steps, tol: br.Tol, withUtil: true})
+	if err != nil || !started {
+		return err
+	}
+	sp.grow.cent = slices.Clone(br.Centroids) // until read back
+	sp.pending, sp.outN, sp.outTol = true, br.Out, br.OutTol
+	sp.out.ready, sp.outChained = false, false
+	if br.Out > 0 {
+		sp.outChained, err = s.chain(&sp.out, chainSpec{gate: sp.grow.dAcc + 8*scalProf, util: sp.grow.dRec + uint64(8*kg),
+			cur: sp.grow.dCur, kg: kg, n: br.Out, nfixed: o.nfixed, steps: o.steps, tol: br.OutTol})
+	}
+	return err
+}
+
+// takeSpec is LloydSteps' answer from the breath in that speculate
+// started, where the engine asks for its grown run, and whether there
+// was one (not where kq_br_shrink stopped it): in one job the session
+// reads the grown run and its breath out back, swaps the grown run's
+// buffers in and the breath out's for s.out's, and starts the breath
+// after (speculate). Its parts are runtime/trace regions:
+// cudakern.spec-wait (the device's work to come on this breath, and the
+// read-back) and cudakern.batch-spec (the next breath's launch).
+func (s *session) takeSpec(ctx context.Context, cent []int32) ([]kmeans.LloydStep, bool, error) {
+	sp := &s.spec
+	var g chained
+	err := s.b.w.doIter(func() error {
+		rg := trace.StartRegion(ctx, "cudakern.spec-wait")
+		defer func() { rg.End() }()
+		if err := s.chainRead(&sp.grow); err != nil || !sp.grow.ready {
+			return err
+		}
+		if !slices.Equal(sp.grow.cent, cent) {
+			return errors.New("cudakern: a breath in started on the device from centroids other than those uploaded")
+		}
+		s.out.ready = false
+		if sp.outChained {
+			if err := s.chainRead(&sp.out); err != nil {
+				return err
+			}
+		}
+		g = s.swapIn(&sp.grow)
+		s.out, sp.out = sp.out, s.out
+		rg.End()
+		rg = trace.StartRegion(ctx, "cudakern.batch-spec")
+		return s.speculate()
+	})
+	if err != nil || !g.ready {
+		return nil, err != nil, err
+	}
+	s.specTaken++
+	out, err := s.batchDone(cent, g.pass.kernel, g.acc, g.prof, g.recs, g.stride, true, g.util)
+	return out, true, err
+}
+
+var _ kmeans.InBreather = (*session)(nil)

@@ -30,20 +30,24 @@ func (b *keptBackend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmean
 	return s, nil
 }
 
-// taken is the breaths out its sessions took from their chains.
-func (b *keptBackend) taken() int {
-	n := 0
+// taken is the breaths out its sessions took from their chains, and the
+// breaths in they took from the device's start.
+func (b *keptBackend) taken() (out, in int) {
 	for _, s := range b.sessions {
-		n += s.out.taken
+		out += s.outTaken
+		in += s.specTaken
 	}
-	return n
+	return out, in
 }
 
 // TestBreathOutChained: whole runs that breathe, with each breath out
 // chained after its grown run's batch on the device (BreatheOutAhead,
-// breathe.go), give the CPU's model and the CPU's iterations, one by one,
-// in RGB and Lab, with and without fixed centroids; the breaths out are
-// taken from their chains, and with KQUANT_CUDA_CHAIN=off none is.
+// breathe.go) and the next breath in started after it (BreatheInAhead),
+// give the CPU's model and the CPU's iterations, one by one, in RGB and
+// Lab, with and without fixed centroids; the breaths out are taken from
+// their chains and the breaths in from their starts; with
+// KQUANT_CUDA_SPEC=off no breath in is, and with KQUANT_CUDA_CHAIN=off
+// neither.
 func TestBreathOutChained(t *testing.T) {
 	g := gpu(t)
 	if err := g.FastPathError(); err != nil {
@@ -56,7 +60,7 @@ func TestBreathOutChained(t *testing.T) {
 			*its = append(*its, it)
 		}
 	}
-	taken := 0
+	taken, started := 0, 0
 	for _, name := range []string{"smarties.png", "home.jpg", "graf1.png", "starry_night.jpg"} {
 		colors, counts, _ := UniqueRGB(loadPixels(t, name))
 		for _, space := range []string{"rgb", "lab"} {
@@ -85,21 +89,30 @@ func TestBreathOutChained(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("%s: %d iterations on the device, %d on the CPU, or they differ", what, len(got), len(want))
 				}
-				taken += kb.taken()
-				t.Logf("%s: %d breaths out taken from their chains", what, kb.taken())
+				out, in := kb.taken()
+				taken += out
+				started += in
+				t.Logf("%s: %d breaths out taken from their chains, %d breaths in from the device's start", what, out, in)
 			}
 		}
 	}
-	if taken == 0 {
-		t.Error("no breath out was taken from its chain")
+	if taken == 0 || started == 0 {
+		t.Errorf("%d breaths out taken from their chains, %d breaths in from their starts", taken, started)
 	}
-	t.Setenv("KQUANT_CUDA_CHAIN", "off")
 	colors, counts, _ := UniqueRGB(loadPixels(t, "home.jpg"))
-	kb := &keptBackend{Backend: g}
-	if _, err := kmeans.Run(ctx, colourPoints(colors, counts, "rgb"), kmeans.Config{K: 64, Seed: 5, Backend: kb}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if n := kb.taken(); n != 0 {
-		t.Errorf("KQUANT_CUDA_CHAIN=off: %d breaths out taken from chains", n)
+	for _, c := range []struct {
+		env     string
+		out, in bool // taken
+	}{{"KQUANT_CUDA_SPEC", true, false}, {"KQUANT_CUDA_CHAIN", false, false}} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv(c.env, "off")
+			kb := &keptBackend{Backend: g}
+			if _, err := kmeans.Run(ctx, colourPoints(colors, counts, "rgb"), kmeans.Config{K: 64, Seed: 5, Backend: kb}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if out, in := kb.taken(); (out > 0) != c.out || (in > 0) != c.in {
+				t.Errorf("%s=off: %d breaths out taken from chains, %d breaths in from starts", c.env, out, in)
+			}
+		})
 	}
 }

@@ -248,8 +248,11 @@ func (s *session) batchM2() bool {
 // Its parts are runtime/trace regions: cudakern.batch-first (the first
 // pass's tables and launch), cudakern.batch-launch (the later passes'
 // launch), cudakern.batch-profile (kq_profile_f32's launch, under
-// ProfileAhead) and cudakern.batch-wait (the device's work to come and
-// the read-back of the records).
+// ProfileAhead), cudakern.batch-chain (a breath out's launch),
+// cudakern.batch-wait (the device's work to come and the read-back of
+// the records) and cudakern.batch-spec (the next breath's launch); a
+// breath taken from the device's start has cudakern.spec-wait and
+// cudakern.batch-spec (breathe.go).
 func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]kmeans.LloydStep, error) {
 	s.pcache.ok = false // a batch's profile no longer describes the labelling
 	if err := ctx.Err(); err != nil {
@@ -257,9 +260,19 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 	}
 	if s.out.ready {
 		// the breath out that the last batch chained, if this is it
-		s.out.ready = false
 		if s.out.takes(s, cent, nfixed, tol, prev, steps) {
-			return s.takeOut(cent)
+			s.outTaken++
+			return s.takeChained(&s.out, cent)
+		}
+		s.out.ready = false
+	}
+	if sp := &s.spec; sp.pending {
+		// the breath in started on the device, if this is it
+		sp.pending = false
+		if sp.grow.takes(s, cent, nfixed, tol, prev, steps) && s.outN == sp.outN && s.outTol == sp.outTol {
+			if out, ok, err := s.takeSpec(ctx, cent); ok || err != nil {
+				return out, err
+			}
 		}
 	}
 	kernel, err := s.batchKernel(cent)
@@ -393,7 +406,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 			rg.End()
 		}
 		chained := false
-		if looped && util && prev == nil && s.out.n > 0 {
+		if looped && util && prev == nil && s.outN > 0 {
 			// the breath out the engine will ask for where this run
 			// ends, after it in stream order (breathe.go)
 			rg = trace.StartRegion(ctx, "cudakern.batch-chain")
@@ -418,7 +431,12 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 			return err
 		}
 		if chained {
-			return s.chainRead()
+			if err := s.chainRead(&s.out); err != nil {
+				return err
+			}
+			// the breath after, on the device while the host takes this one
+			defer trace.StartRegion(ctx, "cudakern.batch-spec").End()
+			return s.speculate()
 		}
 		return nil
 	})
@@ -437,47 +455,14 @@ func (s *session) batchDone(cent []int32, kernel string, acc []uint64, prof, rec
 	dim := s.L.dim
 	k := len(cent) / dim
 	ran := len(recs) / stride
-	out := make([]kmeans.LloydStep, 0, ran)
-	last := cent
-	// the records' counts and centroids, copied as the device wrote them
-	// (little-endian, as the scalars read into acc; every field 8-aligned
-	// in recs: a decoding loop took 150 µs a batch of 32 records at k =
-	// 256 on the H100 host), into two arrays for all records
-	counts, nexts := make([]uint64, ran*k), make([]int32, ran*k*dim)
-	for it := range ran {
-		r := recs[it*stride : (it+1)*stride]
-		flags := binary.LittleEndian.Uint64(r[16:])
-		if flags&recDone == 0 {
-			break
-		}
-		st := kmeans.LloydStep{
-			Inertia: binary.LittleEndian.Uint64(r[0:]),
-			Moved:   binary.LittleEndian.Uint64(r[8:]),
-			Counts:  counts[it*k : (it+1)*k : (it+1)*k],
-			Empty:   flags&recEmpty != 0,
-			Final:   flags&recFinal != 0,
-		}
-		copy(st.Counts, unsafe.Slice((*uint64)(unsafe.Pointer(&r[recHead])), k))
-		if !st.Final {
-			st.Next = nexts[it*k*dim : (it+1)*k*dim : (it+1)*k*dim]
-			copy(st.Next, unsafe.Slice((*int32)(unsafe.Pointer(&r[recHead+8*k])), k*dim))
-		}
-		if len(out) > 0 {
-			last = out[len(out)-1].Next // the centroids of this record's pass
-		}
-		out = append(out, st)
-		if flags&(recEmpty|recUnfit|recFinal) != 0 || flags&recSettled != 0 && !finalNext(recs, it+1, stride) {
-			break
-		}
-	}
+	out, last := runRecords(cent, dim, recs, stride)
 	if len(out) == 0 {
 		return nil, fmt.Errorf("cudakern: a batch of %d passes recorded none", ran)
 	}
 	if ahead && acc[scalProf] != 0 {
 		// kq_lloyd_next profiled the labelling it stopped on, which must
 		// be the last record's, and one that ends the engine's run
-		lastRec := out[len(out)-1]
-		if !lastRec.Final && (lastRec.Empty || !slices.Equal(lastRec.Next, last)) {
+		if !endsRun(out, last) {
 			return nil, errors.New("cudakern: a batch profiled a labelling that does not end the run")
 		}
 		pc := &s.pcache
@@ -501,6 +486,100 @@ func (s *session) batchDone(cent []int32, kernel string, acc []uint64, prof, rec
 	s.wwork = s.work
 	s.passes += len(out)
 	return out, nil
+}
+
+// runRecords returns the LloydSteps of a batch from centroids cent (of
+// dimension dim) from its records (stride bytes each), as far as the
+// engine reads them (recordsRead), and the centroids of the last one's
+// pass.
+func runRecords(cent []int32, dim int, recs []byte, stride int) (out []kmeans.LloydStep, last []int32) {
+	k := len(cent) / dim
+	n := recordsRead(recs, stride)
+	out = make([]kmeans.LloydStep, 0, n)
+	last = cent
+	// the records' counts and centroids, copied as the device wrote them
+	// (little-endian, as the scalars read into acc; every field 8-aligned
+	// in recs: a decoding loop took 150 µs a batch of 32 records at k =
+	// 256 on the H100 host), into two arrays for all records
+	counts, nexts := make([]uint64, n*k), make([]int32, n*k*dim)
+	for it := range n {
+		r := recs[it*stride : (it+1)*stride]
+		flags := binary.LittleEndian.Uint64(r[16:])
+		st := kmeans.LloydStep{
+			Inertia: binary.LittleEndian.Uint64(r[0:]),
+			Moved:   binary.LittleEndian.Uint64(r[8:]),
+			Counts:  counts[it*k : (it+1)*k : (it+1)*k],
+			Empty:   flags&recEmpty != 0,
+			Final:   flags&recFinal != 0,
+		}
+		copy(st.Counts, unsafe.Slice((*uint64)(unsafe.Pointer(&r[recHead])), k))
+		if !st.Final {
+			st.Next = nexts[it*k*dim : (it+1)*k*dim : (it+1)*k*dim]
+			copy(st.Next, recNext(r, k, dim))
+		}
+		if len(out) > 0 {
+			last = out[len(out)-1].Next // the centroids of this record's pass
+		}
+		out = append(out, st)
+	}
+	return out, last
+}
+
+// recordsRead returns how many of a batch's records (stride bytes each)
+// the engine reads: those done, through the first that left a cluster
+// empty, found centroids outside the fast kernels' range or is a final
+// labelling, or that settled with no final labelling after it.
+func recordsRead(recs []byte, stride int) int {
+	ran := len(recs) / stride
+	for it := range ran {
+		flags := binary.LittleEndian.Uint64(recs[it*stride+16:])
+		if flags&recDone == 0 {
+			return it
+		}
+		if flags&(recEmpty|recUnfit|recFinal) != 0 || flags&recSettled != 0 && !finalNext(recs, it+1, stride) {
+			return it + 1
+		}
+	}
+	return ran
+}
+
+// recNext returns the centroids after the pass of record r (k of dim
+// coordinates), in r.
+func recNext(r []byte, k, dim int) []int32 {
+	return unsafe.Slice((*int32)(unsafe.Pointer(&r[recHead+8*k])), k*dim)
+}
+
+// runEnd returns, for a batch from centroids cent whose records are recs
+// (stride bytes each), the centroids of the last pass the engine reads
+// and its inertia, and whether it ends the engine's Lloyd run (as endsRun
+// says of runRecords' answer, without making the steps).
+func runEnd(cent []int32, dim int, recs []byte, stride int) (last []int32, inertia uint64, ends bool) {
+	n := recordsRead(recs, stride)
+	if n == 0 {
+		return nil, 0, false
+	}
+	k := len(cent) / dim
+	last = cent
+	if n > 1 {
+		last = recNext(recs[(n-2)*stride:], k, dim) // a record before the last is not final
+	}
+	r := recs[(n-1)*stride:]
+	flags := binary.LittleEndian.Uint64(r[16:])
+	inertia = binary.LittleEndian.Uint64(r[0:])
+	ends = flags&recFinal != 0 || flags&recEmpty == 0 && slices.Equal(recNext(r, k, dim), last)
+	return slices.Clone(last), inertia, ends
+}
+
+// endsRun reports whether the last of a batch's steps, whose pass had
+// the centroids last, is a labelling that ends the engine's Lloyd run: a
+// final labelling, or a pass that left no cluster empty and did not move
+// the centroids.
+func endsRun(steps []kmeans.LloydStep, last []int32) bool {
+	if len(steps) == 0 {
+		return false
+	}
+	st := steps[len(steps)-1]
+	return st.Final || !st.Empty && slices.Equal(st.Next, last)
 }
 
 // finalNext reports whether record it of recs (stride bytes each), if

@@ -691,6 +691,60 @@ func TestBatchConstants(t *testing.T) {
 	}
 }
 
+// TestRunEnd: runEnd reads a batch's records as runRecords does, and says
+// a run ends where endsRun says it of runRecords' steps: a settled pass
+// that did not move the centroids, a final labelling, a pass that left a
+// cluster empty, a batch cut short, with one record and with several.
+func TestRunEnd(t *testing.T) {
+	const k, dim = 3, 2
+	stride := (recHead + 8*k + 4*k*dim + 7) &^ 7
+	cent := []int32{1, 2, 3, 4, 5, 6}
+	type rec struct {
+		flags uint64
+		next  []int32
+	}
+	moved := []int32{1, 2, 3, 4, 5, 7}
+	for i, c := range []struct {
+		recs []rec
+		ends bool
+	}{
+		{[]rec{{recDone | recSettled, cent}}, true},
+		{[]rec{{recDone, moved}, {recDone | recSettled, moved}}, true},
+		{[]rec{{recDone, moved}, {recDone | recSettled, cent}}, false},
+		{[]rec{{recDone, moved}, {recDone | recSettled, moved}, {recDone | recFinal, nil}}, true},
+		{[]rec{{recDone, moved}, {recDone | recEmpty, moved}}, false},
+		{[]rec{{recDone, moved}, {recDone, cent}, {0, nil}}, false},
+		{[]rec{{recDone, moved}, {recDone, cent}}, false},
+		{[]rec{{recDone | recUnfit, moved}}, false},
+		{[]rec{{0, nil}}, false},
+	} {
+		recs := make([]byte, stride*len(c.recs))
+		for it, r := range c.recs {
+			b := recs[it*stride:]
+			binary.LittleEndian.PutUint64(b, uint64(1000-10*it))
+			binary.LittleEndian.PutUint64(b[16:], r.flags)
+			for j := range k {
+				binary.LittleEndian.PutUint64(b[recHead+8*j:], uint64(it+j))
+			}
+			for j, v := range r.next {
+				binary.LittleEndian.PutUint32(b[recHead+8*k+4*j:], uint32(v))
+			}
+		}
+		steps, last := runRecords(cent, dim, recs, stride)
+		gotLast, inertia, ends := runEnd(cent, dim, recs, stride)
+		if len(steps) == 0 {
+			if ends || gotLast != nil {
+				t.Errorf("case %d: no steps, but runEnd says %v, ends %v", i, gotLast, ends)
+			}
+			continue
+		}
+		if endsRun(steps, last) != c.ends || ends != c.ends || !slices.Equal(gotLast, last) || inertia != steps[len(steps)-1].Inertia {
+			t.Errorf("case %d: runEnd %v, %d, %v; runRecords %v, %d, %v; want ends %v", i, gotLast, inertia, ends,
+				last, steps[len(steps)-1].Inertia, endsRun(steps, last), c.ends)
+		}
+	}
+}
+
 // TestCellAuto: which point sets and k take the cell-pruned kernels when
 // Assign picks (pixels from cellAutoMin centroids on, up to idpK only
 // where the tiles found them spread little; weighted colours where the

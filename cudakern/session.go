@@ -164,10 +164,16 @@ type session struct {
 	pass  passLaunch // lloydPass's last launch
 	batch *batchState
 
-	out        outBreath // a breath out chained after a batch (breathe.go)
-	ahead      int       // what a batch profiles of its last labelling: aheadNone, aheadInertia or aheadUtility (ProfileAhead)
-	pcache     profCache // a batch's profile of the session's labelling (profile.go)
-	profCached int       // Profiles answered from pcache (tests)
+	out        chained    // a breath out chained after a batch (breathe.go)
+	outN       int        // BreatheOutAhead's hint: the centroids the breath out removes (0: none hinted)
+	outTol     float64    // and its Lloyd run's tolerance
+	spec       specBreath // a breath in started on the device (breathe.go)
+	in         breathPlan // BreatheInAhead's plan (nil: none)
+	outTaken   int        // breaths out taken from their chains (tests)
+	specTaken  int        // breaths in taken from the device's start (tests)
+	ahead      int        // what a batch profiles of its last labelling: aheadNone, aheadInertia or aheadUtility (ProfileAhead)
+	pcache     profCache  // a batch's profile of the session's labelling (profile.go)
+	profCached int        // Profiles answered from pcache (tests)
 }
 
 // passLaunch is a lloydPass's launch, which a batch repeats.
@@ -260,6 +266,9 @@ func (s *session) release() {
 		s.batch.release(s.b)
 	}
 	s.out.release(s.b)
+	s.spec.grow.release(s.b)
+	s.spec.out.release(s.b)
+	s.spec.pending = false
 	b := s.b
 	for _, p := range []*uint64{&s.dPts, &s.dI32, &s.dW, &s.dLabels, &s.dUp, &s.dAcc, &s.dProf, &s.dCells} {
 		b.free(*p)

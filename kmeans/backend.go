@@ -127,6 +127,38 @@ type OutBreather interface {
 	BreatheOutAhead(n int, tol float64)
 }
 
+// An InBreather is an OutBreather that can also start the next breath of
+// breathing k-means before the engine asks for it, so that a device need
+// not wait for the host between breaths. BreatheInAhead gives, until the
+// next call, the engine's plan as of a breath's grown run: where the
+// breath out that BreatheOutAhead hinted ends within its LloydSteps call,
+// on a labelling that the engine profiles without the utility, next
+// returns the breath in that follows it, given that labelling's
+// centroids, inertia and the inertia of each cluster (Profile's), or
+// false where breathing stops there. The engine will then ask for that
+// breath's grown run: LloydSteps from Breath.Centroids, with the grown
+// run's fixed centroids and passes, at Breath.Tol, from no previous
+// inertia, profiled with the utility (ProfileAhead), with
+// BreatheOutAhead(Breath.Out, Breath.OutTol) and a next plan; it may
+// Assign and Profile other centroids first. next draws nothing the engine
+// would not: it may be called any number of times. nil says there is no
+// plan. It only saves work: the session answers the LloydSteps of that
+// run the same with or without it.
+type InBreather interface {
+	OutBreather
+	BreatheInAhead(next func(cent []int32, inertia uint64, errc []uint64) (Breath, bool))
+}
+
+// A Breath is the grown Lloyd run of a breath in (InBreather): its
+// centroids and tolerance, and the breath out that follows it, as
+// BreatheOutAhead's n and tol.
+type Breath struct {
+	Centroids []int32
+	Tol       float64
+	Out       int
+	OutTol    float64
+}
+
 // A Rebaser is a Session that can carry what it knows over a change of
 // the centroid set, such as breathing k-means makes: Rebase says that
 // centroid i of the next Assign descends from centroid from[i] of the last

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"math"
+	"math/rand/v2"
 	"runtime/trace"
 	"slices"
 )
@@ -17,9 +18,15 @@ import (
 func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, depth int) (*Model, error) {
 	cfg, dim := &r.cfg, sg.pts.Dim
 	nfixed := len(cfg.Fixed) / dim
-	rng := newRand(cfg.Seed^0x9e3779b97f4a7c15, start)
-	best, cur := m, m // cur: the model the session last assigned
+	jit := &jitter{rng: newRand(cfg.Seed^0x9e3779b97f4a7c15, start)}
+	best, cur := m, m    // cur: the model the session last assigned
+	var errBest []uint64 // what each cluster of best adds to the inertia, once profiled
 	var st Stats
+	grownSg := sg
+	if cfg.K <= smallK {
+		grownSg.tol = max(sg.tol, grownTol)
+	}
+	defer breatheInAhead(sg, nil)
 	for md := depth; md > 0 && best.Inertia > 0; {
 		k := best.K()
 		md = min(md, k-nfixed)
@@ -34,37 +41,34 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		}
 		// Breathe in: a new centroid beside each of the md centroids of
 		// largest error.
-		errc, _, err := r.profile(ctx, sg, best.Centroids, false)
-		if err != nil {
-			return nil, err
+		if errBest == nil {
+			var err error
+			if errBest, _, err = r.profile(ctx, sg, best.Centroids, false); err != nil {
+				return nil, err
+			}
 		}
-		order := rankBy(errc, 0, k, true)
-		grown := slices.Clone(best.Centroids)
+		grown := breathIn(best.Centroids, dim, errBest, md, jit.take(md*dim))
 		from := make([]int, k, k+md)
 		for c := range from {
 			from[c] = c
 		}
-		for r := range md {
-			c := order.at(r)
+		for range md {
 			from = append(from, -1)
-			y := slices.Clone(best.Centroid(c))
-			for j := range y {
-				y[j] += int32(rng.IntN(5)) - 2
-			}
-			grown = append(grown, y...)
 		}
 		if err := rebase(sg, from); err != nil {
 			return nil, err
 		}
-		grownSg := sg
-		if cfg.K <= smallK {
-			grownSg.tol = max(sg.tol, grownTol)
-		}
 		// the breath out profiles the run's result, with the utility, then
-		// removes md centroids and runs on (which the session may start)
+		// removes md centroids and runs on (which the session may start),
+		// and the next breath in follows from that run's result (which
+		// the session may start too)
 		breatheOutAhead(sg, md, sg.tol)
+		plan := &breathPlan{best: best.Centroids, inertia: best.Inertia, errc: errBest, md: md,
+			dim: dim, nfixed: nfixed, tol: grownSg.tol, outTol: sg.tol, jit: jit}
+		breatheInAhead(sg, plan.next)
 		mg, err := r.lloydAhead(ctx, grownSg, start, grown, true)
 		breatheOutAhead(sg, 0, 0)
+		breatheInAhead(sg, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -97,13 +101,10 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 			return nil, err
 		}
 		cur = ms
-		if float64(ms.Inertia) < float64(best.Inertia)*(1-breatheGain) {
-			best = ms
-		} else {
-			if ms.Inertia < best.Inertia {
-				best = ms
-			}
-			md--
+		var keep bool
+		keep, md = breathKept(ms.Inertia, best.Inertia, md)
+		if keep {
+			best, errBest = ms, nil
 		}
 	}
 	if cur != best {
@@ -113,6 +114,87 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		}
 	}
 	return best, nil
+}
+
+// breathKept returns whether a breath whose result has inertia e keeps
+// it, against the best's b, and the depth of the next breath (md, the
+// breath's): a breath that lowers the inertia by more than breatheGain
+// keeps its result and the depth; a lesser fall keeps the result but
+// lowers the depth by one, as does a rise, which drops the result.
+func breathKept(e, b uint64, md int) (keep bool, next int) {
+	if float64(e) < float64(b)*(1-breatheGain) {
+		return true, md
+	}
+	return e < b, md - 1
+}
+
+// breathIn returns the centroids of a breath in from cent (of dimension
+// dim): cent, then a new centroid beside each of the md whose clusters
+// add most to the inertia (errc; ties to the lower index), each coordinate
+// moved by the next of offs (md·dim values).
+func breathIn(cent []int32, dim int, errc []uint64, md int, offs []int32) []int32 {
+	order := rankBy(errc, 0, len(cent)/dim, true)
+	grown := slices.Grow(slices.Clone(cent), md*dim)
+	for r := range md {
+		c := order.at(r)
+		for j, v := range cent[c*dim : (c+1)*dim] {
+			grown = append(grown, v+offs[r*dim+j])
+		}
+	}
+	return grown
+}
+
+// A jitter is the offsets of breathing's new centroids, −2…2, in the order
+// of its random stream, which it may draw ahead (peek) of their use (take)
+// without changing them.
+type jitter struct {
+	rng  *rand.Rand
+	next []int32 // drawn, not yet taken
+}
+
+// peek returns the next n offsets, drawing as many more as it needs.
+func (j *jitter) peek(n int) []int32 {
+	for len(j.next) < n {
+		j.next = append(j.next, int32(j.rng.IntN(5))-2)
+	}
+	return j.next[:n:n]
+}
+
+// take returns the next n offsets, which the next take does not return.
+func (j *jitter) take(n int) []int32 {
+	offs := slices.Clone(j.peek(n))
+	j.next = append(j.next[:0], j.next[n:]...)
+	return offs
+}
+
+// A breathPlan is what breathing will do once a breath's result is known,
+// as of the breath's grown run: the best model's centroids, inertia and
+// each cluster's error, the breath's depth, and what the next breath's
+// runs take (see InBreather).
+type breathPlan struct {
+	best        []int32
+	inertia     uint64
+	errc        []uint64
+	md          int
+	dim, nfixed int
+	tol, outTol float64
+	jit         *jitter
+}
+
+// next is the breath in that breathing takes after a breath whose result
+// has the centroids cent, inertia e and errors errc (InBreather's func):
+// from that result where breathKept keeps it, else from the best.
+func (p *breathPlan) next(cent []int32, e uint64, errc []uint64) (Breath, bool) {
+	keep, md := breathKept(e, p.inertia, p.md)
+	best, inertia, errb := p.best, p.inertia, p.errc
+	if keep {
+		best, inertia, errb = cent, e, errc
+	}
+	md = min(md, len(best)/p.dim-p.nfixed)
+	if md <= 0 || inertia == 0 || len(errb) != len(best)/p.dim {
+		return Breath{}, false
+	}
+	return Breath{Centroids: breathIn(best, p.dim, errb, md, p.jit.peek(md*p.dim)), Tol: p.tol, Out: md, OutTol: p.outTol}, true
 }
 
 // A ranking orders the indices lo…hi−1 by their values, ascending or
@@ -251,6 +333,14 @@ func (r *runner) lloydAhead(ctx context.Context, sg stage, start int, cent []int
 func profileAhead(sg stage, on, util bool) {
 	if ap, ok := sg.sess.(AheadProfiler); ok {
 		ap.ProfileAhead(on, util)
+	}
+}
+
+// breatheInAhead tells a session that is an InBreather what the next
+// breath in will be (next; nil: none).
+func breatheInAhead(sg stage, next func([]int32, uint64, []uint64) (Breath, bool)) {
+	if ib, ok := sg.sess.(InBreather); ok {
+		ib.BreatheInAhead(next)
 	}
 }
 

@@ -89,3 +89,44 @@ func BenchmarkBreathOrder(b *testing.B) {
 		}
 	})
 }
+
+// TestJitter: offsets peeked ahead, any number of times and lengths, are
+// taken in the order of the stream drawn one at a time.
+func TestJitter(t *testing.T) {
+	ref := rand.New(rand.NewPCG(7, 8))
+	j := &jitter{rng: rand.New(rand.NewPCG(7, 8))}
+	var want, got []int32
+	for i, n := range []int{5, 0, 12, 3, 15, 1, 9} {
+		j.peek(n + i%4)
+		j.peek(n)
+		got = append(got, j.take(n)...)
+	}
+	for range got {
+		want = append(want, int32(ref.IntN(5))-2)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("taken %v, want %v", got, want)
+	}
+}
+
+// TestBreathKept: a breath keeps a result that lowers the inertia by more
+// than breatheGain at its depth, one that lowers it less at a depth one
+// lower, and drops one that does not lower it, lowering the depth.
+func TestBreathKept(t *testing.T) {
+	for _, c := range []struct {
+		e, b uint64
+		keep bool
+		next int
+	}{
+		{9_000, 10_000, true, 5},
+		{9_997, 10_000, true, 4}, // breatheGain below, not more
+		{9_999, 10_000, true, 4},
+		{10_000, 10_000, false, 4},
+		{10_001, 10_000, false, 4},
+	} {
+		keep, next := breathKept(c.e, c.b, 5)
+		if keep != c.keep || next != c.next {
+			t.Errorf("breathKept(%d, %d, 5) = %v, %d; want %v, %d", c.e, c.b, keep, next, c.keep, c.next)
+		}
+	}
+}

@@ -1227,25 +1227,33 @@ func (s *aheadSession) Profile(ctx context.Context, inertia, utility []uint64) e
 	return s.prof.Profile(ctx, inertia, utility)
 }
 
-// aheadBackend opens aheadSessions (on the reduced set too).
-type aheadBackend struct {
+// wrapBackend opens the CPU's sessions (on the reduced set too), each
+// in a test session that wrap makes, and keeps those.
+type wrapBackend[S Session] struct {
+	name     string
+	wrap     func(s Session, pts *Points) S
 	mu       sync.Mutex
-	sessions []*aheadSession
+	sessions []S
 }
 
-func (b *aheadBackend) Name() string                  { return "ahead-test" }
-func (b *aheadBackend) RunsCoarse(n, k, dim int) bool { return true }
+func (b *wrapBackend[S]) Name() string                  { return b.name }
+func (b *wrapBackend[S]) RunsCoarse(n, k, dim int) bool { return true }
 
-func (b *aheadBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
+func (b *wrapBackend[S]) Open(pts *Points, opt SessionOptions) (Session, error) {
 	s, err := CPU.Open(pts, opt)
 	if err != nil {
 		return nil, err
 	}
-	as := &aheadSession{lloydSession: &lloydSession{Session: s, pts: pts, final: true}, prof: s.(Profiler)}
+	ws := b.wrap(s, pts)
 	b.mu.Lock()
-	b.sessions = append(b.sessions, as)
+	b.sessions = append(b.sessions, ws)
 	b.mu.Unlock()
-	return as, nil
+	return ws, nil
+}
+
+// newAheadSession is an aheadSession of CPU session s.
+func newAheadSession(s Session, pts *Points) *aheadSession {
+	return &aheadSession{lloydSession: &lloydSession{Session: s, pts: pts, final: true}, prof: s.(Profiler)}
 }
 
 // TestProfileAhead: breathing announces (AheadProfiler) exactly the Lloyd
@@ -1264,7 +1272,7 @@ func TestProfileAhead(t *testing.T) {
 		{K: 20, Seed: 2, Starts: 1, Breathe: 3, Tol: 1e-3, Coarse: -1},
 		{K: 16, Seed: 6, Starts: 3, Breathe: 2, Coarse: -1},
 	} {
-		b := &aheadBackend{}
+		b := &wrapBackend[*aheadSession]{name: "ahead-test", wrap: newAheadSession}
 		sameAsCPU(t, p, cfg, b)
 		oneStart := cfg.Starts == 1 || cfg.Starts == 0 && autoStarts(cfg.K) == 1
 		grown, shrunk, profiles := 0, 0, 0
@@ -1380,27 +1388,6 @@ func (s *outSession) LloydSteps(ctx context.Context, cent []int32, nfixed int, t
 	return out, nil
 }
 
-// outBackend opens outSessions (on the reduced set too).
-type outBackend struct {
-	mu       sync.Mutex
-	sessions []*outSession
-}
-
-func (b *outBackend) Name() string                  { return "out-test" }
-func (b *outBackend) RunsCoarse(n, k, dim int) bool { return true }
-
-func (b *outBackend) Open(pts *Points, opt SessionOptions) (Session, error) {
-	s, err := CPU.Open(pts, opt)
-	if err != nil {
-		return nil, err
-	}
-	os := &outSession{aheadSession: &aheadSession{lloydSession: &lloydSession{Session: s, pts: pts, final: true}, prof: s.(Profiler)}}
-	b.mu.Lock()
-	b.sessions = append(b.sessions, os)
-	b.mu.Unlock()
-	return os, nil
-}
-
 // sameAsCPU runs cfg on p on the CPU and on be, and fails t where the
 // models or the iterations differ.
 func sameAsCPU(t *testing.T, p *Points, cfg Config, be Backend) {
@@ -1424,20 +1411,27 @@ func sameAsCPU(t *testing.T, p *Points, cfg Config, be Backend) {
 	}
 }
 
+// breathConfigs are the runs on which the breathing hints are tested: two
+// and one starts, the reduced set and not, fixed centroids, depths below
+// and at the default, a looser tolerance.
+var breathConfigs = []Config{
+	{K: 12, Seed: 9, Starts: 2, Coarse: 1500},
+	{K: 80, Seed: 3, Coarse: 3000},
+	{K: 9, Seed: 4, Starts: 1, Fixed: []int32{0, 0, 0, 2040, 2040, 2040}, Coarse: -1, MaxIter: 40},
+	{K: 20, Seed: 2, Starts: 1, Breathe: 3, Tol: 1e-3, Coarse: -1},
+	{K: 4, Seed: 5, Breathe: 4, Fixed: []int32{1000, 1000, 1000, 0, 2040, 0, 2040, 0, 0}, Coarse: -1},
+}
+
 // TestBreatheOutAhead: breathing tells an OutBreather of each breath out
 // before the grown run, and keeps the promise (see outSession) wherever
 // the grown run ends within its first call; the model and the iterations
 // are the CPU's.
 func TestBreatheOutAhead(t *testing.T) {
 	p := randomPoints(35, 6000, 3, 2040)
-	for _, cfg := range []Config{
-		{K: 12, Seed: 9, Starts: 2, Coarse: 1500},
-		{K: 80, Seed: 3, Coarse: 3000},
-		{K: 9, Seed: 4, Starts: 1, Fixed: []int32{0, 0, 0, 2040, 2040, 2040}, Coarse: -1, MaxIter: 40},
-		{K: 20, Seed: 2, Starts: 1, Breathe: 3, Tol: 1e-3, Coarse: -1},
-		{K: 4, Seed: 5, Breathe: 4, Fixed: []int32{1000, 1000, 1000, 0, 2040, 0, 2040, 0, 0}, Coarse: -1},
-	} {
-		b := &outBackend{}
+	for _, cfg := range breathConfigs {
+		b := &wrapBackend[*outSession]{name: "out-test", wrap: func(s Session, pts *Points) *outSession {
+			return &outSession{aheadSession: newAheadSession(s, pts)}
+		}}
 		sameAsCPU(t, p, cfg, b)
 		hints, promised, kept := 0, 0, 0
 		for _, s := range b.sessions {
@@ -1455,6 +1449,110 @@ func TestBreatheOutAhead(t *testing.T) {
 			t.Errorf("K=%d: %d breaths out hinted, %d promised, %d kept", cfg.K, hints, promised, kept)
 		}
 		t.Logf("K=%d: %d breaths out hinted, %d promised and kept", cfg.K, hints, promised)
+	}
+}
+
+// inSession is an outSession that is also an InBreather and checks the
+// plan's promise as a device starting the next breath relies on it: the
+// plan held at a grown run's first call; where the breath out after it
+// ends within its first call, the plan's next from that call's records
+// and profile alone (the run's centroids and inertia, each cluster's) is
+// the engine's next Lloyd run: from exactly those centroids, with the
+// grown run's fixed centroids and passes, at the Breath's tolerance,
+// profiled with the utility, with the Breath's breath out hinted.
+type inSession struct {
+	*outSession
+	next, held func([]int32, uint64, []uint64) (Breath, bool) // BreatheInAhead's; the grown run's
+	nfixed     int                                            // the held plan's grown run's
+	steps      int
+	want       *Breath
+
+	plans, promised, kept, none int
+	fromBest                    int // breaths in promised from the best, not the breath out's result
+	broken                      []string
+}
+
+func (s *inSession) BreatheInAhead(next func([]int32, uint64, []uint64) (Breath, bool)) {
+	s.next = next
+	if next != nil {
+		s.plans++
+	}
+}
+
+func (s *inSession) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]LloydStep, error) {
+	if w := s.want; w != nil && prev == nil {
+		s.want = nil
+		if s.on && s.util && nfixed == s.nfixed && steps == s.steps && tol == w.Tol && s.n == w.Out && s.tol == w.OutTol && slices.Equal(cent, w.Centroids) {
+			s.kept++
+		} else {
+			s.broken = append(s.broken, fmt.Sprintf("the next run is not the breath in planned (%d fixed, tol %g, %d passes, breath out %d)", nfixed, tol, steps, s.n))
+		}
+	}
+	out, err := s.outSession.LloydSteps(ctx, cent, nfixed, tol, prev, steps)
+	if err != nil || prev != nil || !s.on {
+		return out, err
+	}
+	if s.util {
+		s.held, s.nfixed, s.steps = s.next, nfixed, steps
+		return out, nil
+	}
+	held := s.held
+	s.held = nil
+	last, pass := out[len(out)-1], cent
+	if len(out) > 1 {
+		pass = out[len(out)-2].Next
+	}
+	if held == nil || !last.Final && (last.Empty || !slices.Equal(last.Next, pass)) {
+		return out, nil
+	}
+	b, ok := held(slices.Clone(pass), last.Inertia, slices.Clone(s.cache[0]))
+	if !ok {
+		s.none++
+		return out, nil
+	}
+	s.want = &b
+	s.promised++
+	if !slices.Equal(b.Centroids[:len(pass)], pass) {
+		s.fromBest++
+	}
+	return out, nil
+}
+
+// TestBreatheInAhead: breathing gives an InBreather its plan at each
+// grown run and keeps the plan's promise (see inSession) wherever the
+// breath out ends within its first call, through breaths that keep their
+// result and those that drop it; the model and the iterations are the
+// CPU's.
+func TestBreatheInAhead(t *testing.T) {
+	p := randomPoints(35, 6000, 3, 2040)
+	kept, fromBest := 0, 0
+	for _, cfg := range append(breathConfigs, Config{K: 40, Seed: 8, Breathe: 9, Coarse: -1}) {
+		b := &wrapBackend[*inSession]{name: "in-test", wrap: func(s Session, pts *Points) *inSession {
+			return &inSession{outSession: &outSession{aheadSession: newAheadSession(s, pts)}}
+		}}
+		sameAsCPU(t, p, cfg, b)
+		plans, promised, n, none := 0, 0, 0, 0
+		for _, s := range b.sessions {
+			plans += s.plans
+			promised += s.promised
+			n += s.kept
+			none += s.none
+			fromBest += s.fromBest
+			for _, msg := range append(s.broken, s.outSession.broken...) {
+				t.Errorf("K=%d: %s", cfg.K, msg)
+			}
+			if s.next != nil || s.want != nil {
+				t.Errorf("K=%d: a plan still given, or a breath in promised and not asked for, after the run", cfg.K)
+			}
+		}
+		if plans == 0 || n != promised || none == 0 {
+			t.Errorf("K=%d: %d plans, %d breaths in promised, %d kept, %d ends", cfg.K, plans, promised, n, none)
+		}
+		kept += n
+		t.Logf("K=%d: %d plans given, %d breaths in promised and kept, %d ends foreseen", cfg.K, plans, promised, none)
+	}
+	if kept == 0 || fromBest == 0 || fromBest == kept {
+		t.Errorf("%d breaths in promised, %d from the best: want both kinds", kept, fromBest)
 	}
 }
 
