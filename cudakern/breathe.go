@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/trace"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/kquant/kquant/kmeans"
@@ -47,8 +48,11 @@ import (
 // bookkeeping). The engine's next grown run takes the breath started
 // (takeSpec) where it asks for exactly that run, as above, and its
 // breath out becomes the chained one; that job starts the breath after.
-// On graf1's reduced set at k = 256 (H100) breathing fell from 5.2 to
-// 4.5 ms a run (bench/cuda/NOTES.md, round 27).
+// The breath's upload and read-back go through page-locked memory, in
+// stream order behind its runs (readAhead), so that taking it is an
+// event wait, not four round trips. On graf1's reduced set at k = 256
+// (H100) breathing fell from 5.25 to 3.48 ms a run, 268 µs a breath
+// (bench/cuda/NOTES.md, round 27).
 
 // chainMaxN is the most points of a session that chains breaths out: the
 // chained run keeps labels of its own, 2 bytes a point. (Breathing runs on
@@ -104,6 +108,7 @@ type chained struct {
 type chainSpec struct {
 	gate, util, cur      uint64
 	src                  []int32
+	srcHost              unsafe.Pointer // src in page-locked memory (readAhead), or nil
 	kg, n, nfixed, steps int
 	tol                  float64
 	withUtil             bool
@@ -150,9 +155,7 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	o.ready = false
 	kpad := (k + 7) / 8 * 8
 	slots := k * (1 + dim)
-	o.stride = (recHead + 8*k + 4*k*dim + 7) &^ 7
-	o.head = 8 * profSlots(k, c.withUtil)
-	o.keep = (4*k*dim + 7) &^ 7
+	o.layout(k, dim, c.withUtil)
 	back := o.head + o.keep + o.stride*c.steps
 	zeroed := back + loopBufs(k, dim)
 	tables := 16*kpad + 16*k
@@ -185,7 +188,13 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	}
 	if c.src != nil {
 		c.cur = o.dUp + uint64(tables)
-		if err := b.htod(c.cur, unsafe.Pointer(&c.src[0]), 4*len(c.src)); err != nil {
+		var err error
+		if c.srcHost != nil {
+			err = b.a.check("cuMemcpyHtoDAsync_v2", b.a.cuMemcpyHtoDAsync(c.cur, c.srcHost, uint64(4*len(c.src)), 0))
+		} else {
+			err = b.htod(c.cur, unsafe.Pointer(&c.src[0]), 4*len(c.src))
+		}
+		if err != nil {
 			return false, err
 		}
 	}
@@ -242,16 +251,31 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	return true, nil
 }
 
+// layout sets the bytes of a run's record, profile and kq_br_shrink's
+// centroids, for k centroids of dim coordinates, profiled with the
+// utility if withUtil.
+func (o *chained) layout(k, dim int, withUtil bool) {
+	o.stride = (recHead + 8*k + 4*k*dim + 7) &^ 7
+	o.head = 8 * profSlots(k, withUtil)
+	o.keep = (4*k*dim + 7) &^ 7
+}
+
 // chainRead reads back, on the context's thread, the run chained into o,
 // which is then ready unless kq_br_shrink stopped it.
 func (s *session) chainRead(o *chained) error {
-	b := s.b
-	o.ready = false
-	k, dim := o.k, s.L.dim
-	acc := make([]uint64, nscal+k*(1+dim))
-	if err := b.dtoh(unsafe.Pointer(&acc[0]), o.dAcc, 8*len(acc)); err != nil {
+	acc := make([]uint64, nscal+o.k*(1+s.L.dim))
+	if err := s.b.dtoh(unsafe.Pointer(&acc[0]), o.dAcc, 8*len(acc)); err != nil {
 		return err
 	}
+	return s.chainSet(o, acc, nil)
+}
+
+// chainSet makes the run chained into o ready from its scalars and sums
+// as read back (acc) and its profile, centroids and records (recs: as far
+// as the run wrote them, or a prefix, or nil, which it reads back the
+// rest where short), unless kq_br_shrink stopped it.
+func (s *session) chainSet(o *chained, acc []uint64, recs []byte) error {
+	o.ready = false
 	ran := acc[scalStop]
 	if ran == brOff {
 		return nil // the run before did not end in its batch
@@ -259,14 +283,19 @@ func (s *session) chainRead(o *chained) error {
 	if ran == 0 || ran > uint64(o.steps) {
 		return fmt.Errorf("cudakern: a chained batch of %d passes says it wrote %d records", o.steps, ran)
 	}
-	buf := make([]byte, o.head+o.keep+o.stride*int(ran))
-	if err := b.dtoh(unsafe.Pointer(&buf[0]), o.dRec, len(buf)); err != nil {
-		return err
+	n := o.head + o.keep + o.stride*int(ran)
+	if len(recs) >= n {
+		recs = recs[:n]
+	} else {
+		recs = make([]byte, n)
+		if err := s.b.dtoh(unsafe.Pointer(&recs[0]), o.dRec, n); err != nil {
+			return err
+		}
 	}
 	o.acc = acc
-	o.prof = buf[:o.head]
-	o.cent = slices.Clone(unsafe.Slice((*int32)(unsafe.Pointer(&buf[o.head])), k*dim))
-	o.recs = buf[o.head+o.keep:]
+	o.prof = recs[:o.head]
+	o.cent = slices.Clone(unsafe.Slice((*int32)(unsafe.Pointer(&recs[o.head])), o.k*s.L.dim))
+	o.recs = recs[o.head+o.keep:]
 	o.ready = true
 	return nil
 }
@@ -339,6 +368,101 @@ type specBreath struct {
 	outChained bool    // the breath out was chained
 	outN       int     // the breath out's hint, as BreatheOutAhead's
 	outTol     float64 // (which the engine's call must repeat)
+
+	ra   *readAhead     // the Backend's, while the session holds it
+	host unsafe.Pointer // the breath's half of ra, or nil: read back when taken
+	// where in it: the grown centroids, then each run's scalars and sums
+	// and its first records
+	srcBytes, gAcc, gRec, pAcc, pRec int
+}
+
+// specRecs is the records of each run of a breath started on the device
+// that come back behind it (readAhead); a run of more passes reads the
+// rest back when taken.
+const specRecs = 16
+
+// eventDisableTiming is CU_EVENT_DISABLE_TIMING.
+const eventDisableTiming = 2
+
+// A readAhead is page-locked memory, kept by the Backend and lent to one
+// session at a time (page-locked allocations cost more than a breath
+// saves), from which a breath started on the device uploads its grown
+// centroids and into which its runs are read back behind them, in stream
+// order (cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, then an event), so that
+// the host neither waits to upload nor makes a round trip a read-back
+// when it takes the breath: two halves in turn, so that a breath's runs
+// are taken (the grown one at once, its breath out at the engine's next
+// LloydSteps) before its half is written again. Another session breathing
+// meanwhile reads back as chainRead does, as does every session with
+// KQUANT_CUDA_SPEC=sync (benchmarks compare the two).
+type readAhead struct {
+	mu      sync.Mutex // held by the session it is lent to
+	p       unsafe.Pointer
+	half    int // bytes
+	next    int // the half the next breath takes
+	ev      uintptr
+	retired []unsafe.Pointer // memory outgrown, which runs taken may still read: freed with the rest
+	failed  bool
+}
+
+// aheadFor returns the Backend's readAhead, lent to the session until it
+// is released (closed), or nil where the driver lacks what it needs,
+// another session holds it or KQUANT_CUDA_SPEC=sync.
+func (s *session) aheadFor() *readAhead {
+	if s.spec.ra != nil {
+		return s.spec.ra
+	}
+	b, ra := s.b, &s.b.ahead
+	a := b.a
+	if a.cuMemcpyDtoHAsync == nil || a.cuMemcpyHtoDAsync == nil || a.cuMemHostAlloc == nil || a.cuMemFreeHost == nil ||
+		a.cuEventCreate == nil || a.cuEventRecord == nil || a.cuEventSynchronize == nil ||
+		os.Getenv("KQUANT_CUDA_SPEC") == "sync" || !ra.mu.TryLock() {
+		return nil
+	}
+	s.spec.ra = ra
+	return ra
+}
+
+// at returns, on the context's thread, a half of at least n bytes for
+// the next breath, or nil where page-locked memory or an event cannot be
+// had.
+func (ra *readAhead) at(a *driverAPI, n int) unsafe.Pointer {
+	if ra.failed {
+		return nil
+	}
+	if ra.ev == 0 && a.cuEventCreate(unsafe.Pointer(&ra.ev), eventDisableTiming) != 0 {
+		ra.ev, ra.failed = 0, true
+		return nil
+	}
+	if n > ra.half {
+		half := (n + 64<<10 - 1) &^ (64<<10 - 1)
+		var p unsafe.Pointer
+		if a.cuMemHostAlloc(unsafe.Pointer(&p), uint64(2*half), 0) != 0 {
+			ra.failed = true
+			return nil
+		}
+		if ra.p != nil {
+			ra.retired = append(ra.retired, ra.p)
+		}
+		ra.p, ra.half, ra.next = p, half, 0
+	}
+	h := unsafe.Add(ra.p, ra.next*ra.half)
+	ra.next ^= 1
+	return h
+}
+
+// free frees the memory and the event, on the context's thread, with mu
+// held.
+func (ra *readAhead) free(a *driverAPI) {
+	for _, p := range append(ra.retired, ra.p) {
+		if p != nil {
+			a.cuMemFreeHost(p)
+		}
+	}
+	if ra.ev != 0 && a.cuEventDestroy != nil {
+		a.cuEventDestroy(ra.ev)
+	}
+	ra.p, ra.half, ra.next, ra.ev, ra.retired = nil, 0, 0, 0, nil
 }
 
 // speculate launches, on the context's thread, after a breath out
@@ -369,7 +493,23 @@ func (s *session) speculate() error {
 		return nil
 	}
 	kg := len(br.Centroids) / dim
-	started, err := s.chain(&sp.grow, chainSpec{gate: o.dAcc + 8*scalProf, src: br.Centroids,
+	// the read-back's layout: the grown centroids, then each run's
+	// scalars and sums and first records
+	var gl, pl chained
+	gl.layout(kg, dim, true)
+	pl.layout(kg-br.Out, dim, false)
+	sp.srcBytes = (4*len(br.Centroids) + 7) &^ 7
+	sp.gAcc, sp.gRec = 8*(nscal+kg*(1+dim)), gl.head+gl.keep+gl.stride*min(o.steps, specRecs)
+	sp.pAcc, sp.pRec = 8*(nscal+(kg-br.Out)*(1+dim)), pl.head+pl.keep+pl.stride*min(o.steps, specRecs)
+	var h unsafe.Pointer
+	if ra := s.aheadFor(); ra != nil {
+		h = ra.at(s.b.a, sp.srcBytes+sp.gAcc+sp.gRec+sp.pAcc+sp.pRec)
+	}
+	if h != nil {
+		copy(unsafe.Slice((*int32)(h), len(br.Centroids)), br.Centroids)
+	}
+	sp.host = nil
+	started, err := s.chain(&sp.grow, chainSpec{gate: o.dAcc + 8*scalProf, src: br.Centroids, srcHost: h,
 		kg: kg, nfixed: o.nfixed, steps: o.steps, tol: br.Tol, withUtil: true})
 	if err != nil || !started {
 		return err
@@ -380,8 +520,31 @@ func (s *session) speculate() error {
 	if br.Out > 0 {
 		sp.outChained, err = s.chain(&sp.out, chainSpec{gate: sp.grow.dAcc + 8*scalProf, util: sp.grow.dRec + uint64(8*kg),
 			cur: sp.grow.dCur, kg: kg, n: br.Out, nfixed: o.nfixed, steps: o.steps, tol: br.OutTol})
+		if err != nil {
+			return err
+		}
 	}
-	return err
+	if h == nil {
+		return nil
+	}
+	// the read-back, behind the runs
+	a := s.b.a
+	at := unsafe.Add(h, sp.srcBytes)
+	srcs, sizes := []uint64{sp.grow.dAcc, sp.grow.dRec}, []int{sp.gAcc, sp.gRec}
+	if sp.outChained {
+		srcs, sizes = append(srcs, sp.out.dAcc, sp.out.dRec), append(sizes, sp.pAcc, sp.pRec)
+	}
+	for i, src := range srcs {
+		if err := a.check("cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync(at, src, uint64(sizes[i]), 0)); err != nil {
+			return err
+		}
+		at = unsafe.Add(at, sizes[i])
+	}
+	if err := a.check("cuEventRecord", a.cuEventRecord(sp.ra.ev, 0)); err != nil {
+		return err
+	}
+	sp.host = h
+	return nil
 }
 
 // takeSpec is LloydSteps' answer from the breath in that speculate
@@ -398,17 +561,11 @@ func (s *session) takeSpec(ctx context.Context, cent []int32) ([]kmeans.LloydSte
 	err := s.b.w.doIter(func() error {
 		rg := trace.StartRegion(ctx, "cudakern.spec-wait")
 		defer func() { rg.End() }()
-		if err := s.chainRead(&sp.grow); err != nil || !sp.grow.ready {
+		if err := s.specRead(); err != nil || !sp.grow.ready {
 			return err
 		}
 		if !slices.Equal(sp.grow.cent, cent) {
 			return errors.New("cudakern: a breath in started on the device from centroids other than those uploaded")
-		}
-		s.out.ready = false
-		if sp.outChained {
-			if err := s.chainRead(&sp.out); err != nil {
-				return err
-			}
 		}
 		g = s.swapIn(&sp.grow)
 		s.out, sp.out = sp.out, s.out
@@ -422,6 +579,37 @@ func (s *session) takeSpec(ctx context.Context, cent []int32) ([]kmeans.LloydSte
 	s.specTaken++
 	out, err := s.batchDone(cent, g.pass.kernel, g.acc, g.prof, g.recs, g.stride, true, g.util)
 	return out, true, err
+}
+
+// specRead reads the breath started on the device back, on the
+// context's thread: from its read-ahead once the device is past it, else
+// a round trip a read-back (chainRead). The grown run is then ready
+// unless kq_br_shrink stopped it, and so is its breath out where chained
+// and the grown run ended in its batch.
+func (s *session) specRead() error {
+	sp := &s.spec
+	s.out.ready, sp.out.ready = false, false
+	if sp.host == nil {
+		if err := s.chainRead(&sp.grow); err != nil || !sp.grow.ready || !sp.outChained {
+			return err
+		}
+		return s.chainRead(&sp.out)
+	}
+	a := s.b.a
+	if err := a.check("cuEventSynchronize", a.cuEventSynchronize(sp.ra.ev)); err != nil {
+		return err
+	}
+	at := unsafe.Add(sp.host, sp.srcBytes)
+	read := func(o *chained, accBytes, recBytes int) error {
+		acc := slices.Clone(unsafe.Slice((*uint64)(at), accBytes/8))
+		recs := unsafe.Slice((*byte)(unsafe.Add(at, accBytes)), recBytes)
+		at = unsafe.Add(at, accBytes+recBytes)
+		return s.chainSet(o, acc, recs)
+	}
+	if err := read(&sp.grow, sp.gAcc, sp.gRec); err != nil || !sp.grow.ready || !sp.outChained {
+		return err
+	}
+	return read(&sp.out, sp.pAcc, sp.pRec)
 }
 
 var _ kmeans.InBreather = (*session)(nil)

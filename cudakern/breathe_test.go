@@ -45,9 +45,9 @@ func (b *keptBackend) taken() (out, in int) {
 // breathe.go) and the next breath in started after it (BreatheInAhead),
 // give the CPU's model and the CPU's iterations, one by one, in RGB and
 // Lab, with and without fixed centroids; the breaths out are taken from
-// their chains and the breaths in from their starts; with
-// KQUANT_CUDA_SPEC=off no breath in is, and with KQUANT_CUDA_CHAIN=off
-// neither.
+// their chains and the breaths in from their starts, their read-backs
+// behind them or (KQUANT_CUDA_SPEC=sync) not; with KQUANT_CUDA_SPEC=off
+// no breath in is, and with KQUANT_CUDA_CHAIN=off neither.
 func TestBreathOutChained(t *testing.T) {
 	g := gpu(t)
 	if err := g.FastPathError(); err != nil {
@@ -100,18 +100,29 @@ func TestBreathOutChained(t *testing.T) {
 		t.Errorf("%d breaths out taken from their chains, %d breaths in from their starts", taken, started)
 	}
 	colors, counts, _ := UniqueRGB(loadPixels(t, "home.jpg"))
+	pts := colourPoints(colors, counts, "rgb")
+	cfg := kmeans.Config{K: 64, Seed: 5}
+	want, err := kmeans.Run(ctx, pts, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
-		env     string
-		out, in bool // taken
-	}{{"KQUANT_CUDA_SPEC", true, false}, {"KQUANT_CUDA_CHAIN", false, false}} {
-		t.Run(c.env, func(t *testing.T) {
-			t.Setenv(c.env, "off")
+		env, val string
+		out, in  bool // taken
+	}{{"KQUANT_CUDA_SPEC", "sync", true, true}, {"KQUANT_CUDA_SPEC", "off", true, false}, {"KQUANT_CUDA_CHAIN", "off", false, false}} {
+		t.Run(c.env+"="+c.val, func(t *testing.T) {
+			t.Setenv(c.env, c.val)
 			kb := &keptBackend{Backend: g}
-			if _, err := kmeans.Run(ctx, colourPoints(colors, counts, "rgb"), kmeans.Config{K: 64, Seed: 5, Backend: kb}, nil); err != nil {
+			cfg.Backend = kb
+			m, err := kmeans.Run(ctx, pts, cfg, nil)
+			if err != nil {
 				t.Fatal(err)
 			}
+			if err := sameModel(m, want); err != nil {
+				t.Error(err)
+			}
 			if out, in := kb.taken(); (out > 0) != c.out || (in > 0) != c.in {
-				t.Errorf("%s=off: %d breaths out taken from chains, %d breaths in from starts", c.env, out, in)
+				t.Errorf("%d breaths out taken from chains, %d breaths in from starts", out, in)
 			}
 		})
 	}

@@ -211,6 +211,7 @@ type Backend struct {
 	occ   map[occKey]int
 	pool  *pool     // freed device buffers kept for reuse (worker's thread only)
 	stage hostStage // page-locked memory for Open's uploads
+	ahead readAhead // page-locked memory for a breathing session's read-backs (breathe.go)
 
 	fastErr error // non-nil when the tensor-core kernel failed its self-test
 	imaErr  error // non-nil when the integer tensor-core kernel is off (selfTestIMA)
@@ -317,6 +318,10 @@ func (b *Backend) Close() error {
 	b.stage.mu.Lock()
 	b.w.do(func() error { b.stage.free(b.a); return nil })
 	b.stage.mu.Unlock()
+	if b.ahead.mu.TryLock() { // else a session still open holds it: it goes with the context
+		b.w.do(func() error { b.ahead.free(b.a); return nil })
+		b.ahead.mu.Unlock()
+	}
 	return b.w.release(b.a, b.dev.Index)
 }
 

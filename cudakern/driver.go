@@ -99,6 +99,10 @@ type driverAPI struct {
 	// page-locked host memory (optional: uploads from Go memory without)
 	cuMemHostAlloc func(pp unsafe.Pointer, bytes uint64, flags uint32) int32
 	cuMemFreeHost  func(p unsafe.Pointer) int32
+	// copies in stream order that the host does not wait for (optional:
+	// a breath started on the device is read back after it without)
+	cuMemcpyHtoDAsync func(dst uint64, src unsafe.Pointer, bytes uint64, stream uintptr) int32
+	cuMemcpyDtoHAsync func(dst unsafe.Pointer, src uint64, bytes uint64, stream uintptr) int32
 	// CUDA graphs (optional: launches one by one without them)
 	cuGraphCreate               func(g unsafe.Pointer, flags uint32) int32
 	cuGraphAddKernelNode        func(node unsafe.Pointer, g uintptr, deps unsafe.Pointer, ndeps uint64, params unsafe.Pointer) int32

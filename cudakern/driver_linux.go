@@ -95,6 +95,8 @@ func openDriver(path string) (*driverAPI, error) {
 		{&a.cuDevicePrimaryCtxReleaseV2, "cuDevicePrimaryCtxRelease_v2"},
 		{&a.cuMemHostAlloc, "cuMemHostAlloc"},
 		{&a.cuMemFreeHost, "cuMemFreeHost"},
+		{&a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
+		{&a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
 		{&a.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel"},
 		{&a.cuGraphCreate, "cuGraphCreate"},
 		{&a.cuGraphAddKernelNode, "cuGraphAddKernelNode"}, // CUDA_KERNEL_NODE_PARAMS v1

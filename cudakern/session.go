@@ -268,7 +268,11 @@ func (s *session) release() {
 	s.out.release(s.b)
 	s.spec.grow.release(s.b)
 	s.spec.out.release(s.b)
-	s.spec.pending = false
+	if s.spec.ra != nil {
+		s.spec.ra.mu.Unlock() // its memory stays with the Backend
+		s.spec.ra = nil
+	}
+	s.spec.pending, s.spec.host = false, nil
 	b := s.b
 	for _, p := range []*uint64{&s.dPts, &s.dI32, &s.dW, &s.dLabels, &s.dUp, &s.dAcc, &s.dProf, &s.dCells} {
 		b.free(*p)
