@@ -378,8 +378,8 @@ type specBreath struct {
 
 // specRecs is the records of each run of a breath started on the device
 // that come back behind it (readAhead); a run of more passes reads the
-// rest back when taken.
-const specRecs = 16
+// rest back when taken. (A variable for tests.)
+var specRecs = 16
 
 // eventDisableTiming is CU_EVENT_DISABLE_TIMING.
 const eventDisableTiming = 2
@@ -463,6 +463,18 @@ func (ra *readAhead) free(a *driverAPI) {
 		a.cuEventDestroy(ra.ev)
 	}
 	ra.p, ra.half, ra.next, ra.ev, ra.retired = nil, 0, 0, 0, nil
+}
+
+// startNext is speculate where a breath not started costs only time: the
+// device out of memory for the breath's buffers leaves the session as if
+// there were no plan. (Page-locked memory that cannot be had only makes
+// it read back as chainRead does.)
+func (s *session) startNext() error {
+	err := s.speculate()
+	if isOOM(err) {
+		s.spec.pending, s.spec.host, err = false, nil, nil
+	}
+	return err
 }
 
 // speculate launches, on the context's thread, after a breath out
@@ -571,7 +583,7 @@ func (s *session) takeSpec(ctx context.Context, cent []int32) ([]kmeans.LloydSte
 		s.out, sp.out = sp.out, s.out
 		rg.End()
 		rg = trace.StartRegion(ctx, "cudakern.batch-spec")
-		return s.speculate()
+		return s.startNext()
 	})
 	if err != nil || !g.ready {
 		return nil, err != nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -46,8 +47,9 @@ func (b *keptBackend) taken() (out, in int) {
 // give the CPU's model and the CPU's iterations, one by one, in RGB and
 // Lab, with and without fixed centroids; the breaths out are taken from
 // their chains and the breaths in from their starts, their read-backs
-// behind them or (KQUANT_CUDA_SPEC=sync) not; with KQUANT_CUDA_SPEC=off
-// no breath in is, and with KQUANT_CUDA_CHAIN=off neither.
+// behind them (in part, where specRecs is 1) or (KQUANT_CUDA_SPEC=sync)
+// not; with KQUANT_CUDA_SPEC=off no breath in is, and with
+// KQUANT_CUDA_CHAIN=off neither.
 func TestBreathOutChained(t *testing.T) {
 	g := gpu(t)
 	if err := g.FastPathError(); err != nil {
@@ -109,9 +111,17 @@ func TestBreathOutChained(t *testing.T) {
 	for _, c := range []struct {
 		env, val string
 		out, in  bool // taken
-	}{{"KQUANT_CUDA_SPEC", "sync", true, true}, {"KQUANT_CUDA_SPEC", "off", true, false}, {"KQUANT_CUDA_CHAIN", "off", false, false}} {
+	}{
+		{"KQUANT_CUDA_SPEC", "sync", true, true}, {"KQUANT_CUDA_SPEC", "off", true, false}, {"KQUANT_CUDA_CHAIN", "off", false, false},
+		{"specRecs", "1", true, true}, // runs of more passes than come back behind them
+	} {
 		t.Run(c.env+"="+c.val, func(t *testing.T) {
-			t.Setenv(c.env, c.val)
+			if c.env == "specRecs" {
+				defer func(n int) { specRecs = n }(specRecs)
+				specRecs, _ = strconv.Atoi(c.val)
+			} else {
+				t.Setenv(c.env, c.val)
+			}
 			kb := &keptBackend{Backend: g}
 			cfg.Backend = kb
 			m, err := kmeans.Run(ctx, pts, cfg, nil)

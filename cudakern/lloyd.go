@@ -436,7 +436,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 			}
 			// the breath after, on the device while the host takes this one
 			defer trace.StartRegion(ctx, "cudakern.batch-spec").End()
-			return s.speculate()
+			return s.startNext()
 		}
 		return nil
 	})
