@@ -717,6 +717,44 @@ func BenchmarkRunStages(b *testing.B) {
 	benchRuns(b, kmeans.Config{})
 }
 
+// BenchmarkBreathPhases: default k = 256 runs on the deduplicated colours
+// of real images with the GPU, timing on the device (breathMarks) the
+// parts of each breath that a session starts there: the gap after the
+// breath before (the device idle while the host takes it and launches
+// this one), then for the grown run and its breath out, kq_br_shrink
+// (for the grown run with the memsets and upload before it), the first
+// pass, the loop kernel's passes, the profile, and the read-back's
+// copies. Reports µs a breath for each, and the breaths timed a run.
+func BenchmarkBreathPhases(b *testing.B) {
+	g := gpu(b)
+	defer func() { breathMarks = nil }()
+	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
+		colors, counts, _ := UniqueRGB(loadPixels(b, name))
+		pts := colourPoints(colors, counts, "rgb")
+		b.Run(name, func(b *testing.B) {
+			m := &markLog{}
+			breathMarks = m
+			for range b.N {
+				if _, err := kmeans.Run(context.Background(), pts, kmeans.Config{K: 256, Backend: g}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			breathMarks = nil
+			n := m.Counts["copies"]
+			if n == 0 {
+				b.Fatal("no breath started on the device was timed")
+			}
+			total := 0.0
+			for name, ms := range m.Sums {
+				b.ReportMetric(1000*ms/float64(m.Counts[name]), name+"-us")
+				total += 1000 * ms / float64(m.Counts[name])
+			}
+			b.ReportMetric(total, "breath-us")
+			b.ReportMetric(float64(n)/float64(b.N), "breaths/run")
+		})
+	}
+}
+
 // BenchmarkRunPlain: whole runs as BenchmarkRunStages' of what ANCHORS.md's
 // tools do, k-means++ and Lloyd on all deduplicated colours: one start, no
 // reduced set, no breathing.

@@ -112,6 +112,7 @@ type chainSpec struct {
 	kg, n, nfixed, steps int
 	tol                  float64
 	withUtil             bool
+	tag                  string // its breathMarks' prefix ("" none)
 }
 
 // BreatheOutAhead implements kmeans.OutBreather. KQUANT_CUDA_CHAIN=off
@@ -216,6 +217,7 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	c.mark(b, "shrink")
 	// the run's first pass, as LloydSteps' on new centroids
 	kp := s.passParams(k, flagAllMoved|flagFreshAcc, o.dLabels, o.dAcc)
 	s.fastTables(&kp, o.dUp)
@@ -228,6 +230,7 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	c.mark(b, "first")
 	lp := &lloydParams{
 		Acc: o.dAcc + 8*nscal, Scal: o.dAcc, Frag: kp.Frag, Cent: kp.Cent, Cur: o.dCur,
 		Rec: o.dRec + uint64(o.head+o.keep), Tol: c.tol,
@@ -243,9 +246,11 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	if err != nil || !looped {
 		return false, err
 	}
+	c.mark(b, "loop")
 	if err := s.profileLaunch(kProfileF32, kp.Cent, o.dRec, o.dAcc+8*scalProf, k, c.withUtil, o.dLabels); err != nil {
 		return false, err
 	}
+	c.mark(b, "profile")
 	o.k, o.nfixed, o.steps, o.tolRan, o.util = k, c.nfixed, c.steps, c.tol, c.withUtil
 	o.pass = passLaunch{kernel: kernel, grid: grid, smem: smem, p: kp}
 	return true, nil
@@ -513,6 +518,7 @@ func (s *session) speculate() error {
 	sp.srcBytes = (4*len(br.Centroids) + 7) &^ 7
 	sp.gAcc, sp.gRec = 8*(nscal+kg*(1+dim)), gl.head+gl.keep+gl.stride*min(o.steps, specRecs)
 	sp.pAcc, sp.pRec = 8*(nscal+(kg-br.Out)*(1+dim)), pl.head+pl.keep+pl.stride*min(o.steps, specRecs)
+	breathMarks.mark(s.b, "", "gap")
 	var h unsafe.Pointer
 	if ra := s.aheadFor(); ra != nil {
 		h = ra.at(s.b.a, sp.srcBytes+sp.gAcc+sp.gRec+sp.pAcc+sp.pRec)
@@ -522,7 +528,7 @@ func (s *session) speculate() error {
 	}
 	sp.host = nil
 	started, err := s.chain(&sp.grow, chainSpec{gate: o.dAcc + 8*scalProf, src: br.Centroids, srcHost: h,
-		kg: kg, nfixed: o.nfixed, steps: o.steps, tol: br.Tol, withUtil: true})
+		kg: kg, nfixed: o.nfixed, steps: o.steps, tol: br.Tol, withUtil: true, tag: "grow-"})
 	if err != nil || !started {
 		return err
 	}
@@ -531,7 +537,7 @@ func (s *session) speculate() error {
 	sp.out.ready, sp.outChained = false, false
 	if br.Out > 0 {
 		sp.outChained, err = s.chain(&sp.out, chainSpec{gate: sp.grow.dAcc + 8*scalProf, util: sp.grow.dRec + uint64(8*kg),
-			cur: sp.grow.dCur, kg: kg, n: br.Out, nfixed: o.nfixed, steps: o.steps, tol: br.OutTol})
+			cur: sp.grow.dCur, kg: kg, n: br.Out, nfixed: o.nfixed, steps: o.steps, tol: br.OutTol, tag: "out-"})
 		if err != nil {
 			return err
 		}
@@ -552,6 +558,7 @@ func (s *session) speculate() error {
 		}
 		at = unsafe.Add(at, sizes[i])
 	}
+	breathMarks.mark(s.b, "", "copies")
 	if err := a.check("cuEventRecord", a.cuEventRecord(sp.ra.ev, 0)); err != nil {
 		return err
 	}
@@ -576,6 +583,7 @@ func (s *session) takeSpec(ctx context.Context, cent []int32) ([]kmeans.LloydSte
 		if err := s.specRead(); err != nil || !sp.grow.ready {
 			return err
 		}
+		breathMarks.read(s.b)
 		if !slices.Equal(sp.grow.cent, cent) {
 			return errors.New("cudakern: a breath in started on the device from centroids other than those uploaded")
 		}
@@ -622,6 +630,89 @@ func (s *session) specRead() error {
 		return err
 	}
 	return read(&sp.out, sp.pAcc, sp.pRec)
+}
+
+// breathMarks, where not nil, times on the device the parts of the
+// breaths that sessions start there (BenchmarkBreathPhases): an event
+// after each launch, and the time from each to the next summed by the
+// later's name; "gap" is from the end of the breath before (its
+// read-back's copies) to the next breath's first work, where that breath
+// was taken and the next started in the same job.
+var breathMarks *markLog
+
+// mark records breathMarks' event name after a launch of the run, where
+// the run is tagged.
+func (c *chainSpec) mark(b *Backend, name string) {
+	if c.tag != "" {
+		breathMarks.mark(b, c.tag, name)
+	}
+}
+
+// A markLog is breathMarks' events and sums.
+type markLog struct {
+	evs    []uintptr // created, reused
+	names  []string  // of the events recorded since the last read
+	prev   uintptr   // the last event read (the breath before's end), or 0
+	Sums   map[string]float64
+	Counts map[string]int
+}
+
+// mark records, on the context's thread, an event named prefix+name
+// where m is not nil.
+func (m *markLog) mark(b *Backend, prefix, name string) {
+	if m == nil || b.a.cuEventCreate == nil || b.a.cuEventElapsedTime == nil {
+		return
+	}
+	i := len(m.names)
+	for i >= len(m.evs) {
+		var ev uintptr
+		if b.a.cuEventCreate(unsafe.Pointer(&ev), 0) != 0 {
+			return
+		}
+		m.evs = append(m.evs, ev)
+	}
+	if b.a.cuEventRecord(m.evs[i], 0) == 0 {
+		m.names = append(m.names, prefix+name)
+	}
+}
+
+// read adds, on the context's thread once the events recorded are past,
+// the time between each and the one before to its name's sum, and keeps
+// the last as the next read's start. A "gap" counts only after the
+// breath before was read.
+func (m *markLog) read(b *Backend) {
+	if m == nil || len(m.names) == 0 {
+		return
+	}
+	if m.Sums == nil {
+		m.Sums, m.Counts = map[string]float64{}, map[string]int{}
+	}
+	b.a.cuEventSynchronize(m.evs[len(m.names)-1])
+	prev := m.prev
+	for i, name := range m.names {
+		var ms float32
+		if prev != 0 && b.a.cuEventElapsedTime(unsafe.Pointer(&ms), prev, m.evs[i]) == 0 {
+			m.Sums[name] += float64(ms)
+			m.Counts[name]++
+		}
+		prev = m.evs[i]
+	}
+	// the last event stays the start of the next read, out of the pool;
+	// the start of this one goes back
+	last, old := len(m.names)-1, m.prev
+	m.prev = m.evs[last]
+	m.evs = append(m.evs[:last], m.evs[last+1:]...)
+	if old != 0 {
+		m.evs = append(m.evs, old)
+	}
+	m.names = m.names[:0]
+}
+
+// forget drops the events recorded since the last read, and the start.
+func (m *markLog) forget() {
+	if m != nil {
+		m.names, m.prev = m.names[:0], 0
+	}
 }
 
 var _ kmeans.InBreather = (*session)(nil)

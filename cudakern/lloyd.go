@@ -436,6 +436,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 			}
 			// the breath after, on the device while the host takes this one
 			defer trace.StartRegion(ctx, "cudakern.batch-spec").End()
+			breathMarks.forget() // no gap to time before a breath this batch starts
 			return s.startNext()
 		}
 		return nil
