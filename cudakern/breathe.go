@@ -75,6 +75,9 @@ type shrinkParams struct {
 	Kpad, Fast, Pad0, Pad1                       int32
 	Center                                       [4]int32
 	Radius                                       int64
+	Zero                                         [3]uint64 // u32 buffers kq_br_shrink zeroes first
+	Zwords                                       [3]int32
+	Pad2                                         int32
 }
 
 // A chained run is a Lloyd run that a batch chains after its own, in the
@@ -103,8 +106,8 @@ type chained struct {
 // A chainSpec is what chain launches: kq_br_shrink makes the run's
 // centroids from the kg at cur on the device (or src, uploaded), removing
 // n of them by the utility at util as kmeans' remove does (n = 0: none,
-// and util may be 0), where the u64 at gate is set; then the run's first pass, loop kernel
-// and profile, with the utility if withUtil.
+// and util may be 0), where the u64 at gate is set; then the run's
+// first pass, loop kernel and profile, with the utility if withUtil.
 type chainSpec struct {
 	gate, util, cur      uint64
 	src                  []int32
@@ -158,7 +161,7 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	slots := k * (1 + dim)
 	o.layout(k, dim, c.withUtil)
 	back := o.head + o.keep + o.stride*c.steps
-	zeroed := back + loopBufs(k, dim)
+	recBytes := back + loopBufs(k, dim) // the profile, kq_br_shrink's centroids, the records, the rotating buffers
 	tables := 16*kpad + 16*k
 	for _, g := range []struct {
 		p     *uint64
@@ -170,22 +173,11 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 		{&o.dLabels, &o.labelCap, 2 * L.npad},
 		{&o.dCur, &o.curCap, 4 * k * dim},
 		{&o.dUp, &o.upCap, tables + 4*len(c.src)},
-		{&o.dRec, &o.recCap, zeroed},
+		{&o.dRec, &o.recCap, recBytes},
 	} {
 		if err := b.grow(g.p, g.cap, g.bytes); err != nil {
 			return false, err
 		}
-	}
-	if err := b.memset32(o.dAcc, 0, 2*(nscal+slots)); err != nil {
-		return false, err
-	}
-	if err := b.memset32(o.dRec, 0, zeroed/4); err != nil {
-		return false, err
-	}
-	if c.util == 0 {
-		// kq_br_shrink loads kg utilities even where it removes none: the
-		// run's own profile slots, zeroed
-		c.util = o.dRec
 	}
 	if c.src != nil {
 		c.cur = o.dUp + uint64(tables)
@@ -205,6 +197,11 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 		Frag: o.dUp, Cent: o.dUp + uint64(16*kpad), Stop: o.dAcc + 8*scalStop,
 		Kg: int32(c.kg), N: int32(c.n), Nfixed: int32(c.nfixed), Dim: int32(dim), Kpad: int32(kpad),
 		Radius: L.radius,
+		// what must start at zero, which kq_br_shrink zeroes first: the
+		// sums and scalars, the profile's sums and the loop kernel's
+		// rotating buffers (not the records, read only as far as written)
+		Zero:   [3]uint64{o.dAcc, o.dRec, o.dRec + uint64(back)},
+		Zwords: [3]int32{int32(2 * (nscal + slots)), int32(o.head / 4), int32(loopBufs(k, dim) / 4)},
 	}
 	for j := range dim {
 		sp.Center[j] = int32(L.center[j])

@@ -1943,7 +1943,10 @@ extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParam
 // first pass's tables (the fragments where fast, and the float4 centres).
 // Where the gate is clear, or a centroid lies outside the fast kernels'
 // range, it sets the chained run's SCAL_STOP to BR_OFF, and its pass,
-// loop and profile do nothing. One block; kg ≤ BR_MAXK.
+// loop and profile do nothing. First of all it zeroes the run's buffers
+// that must start at zero (zero: its sums and scalars, its profile's
+// sums, its loop kernel's rotating buffers), which the host would
+// otherwise memset a launch each. One block; kg ≤ BR_MAXK.
 
 #define BR_MAXK 1024
 #define BR_OFF 0xffffffffull
@@ -1960,9 +1963,13 @@ struct ShrinkParams {
     int kpad, fast, pad0, pad1;
     int center[4];
     long long radius;
+    u64 zero[3];    // u32 buffers to zero first (0: none)
+    int zwords[3];  // their lengths, u32 words
+    int pad2;
 };
 
-static_assert(sizeof(ShrinkParams) == 120, "ShrinkParams layout");
+static_assert(sizeof(ShrinkParams) == 160, "ShrinkParams layout");
+static_assert(__builtin_offsetof(ShrinkParams, zero) == 120, "ShrinkParams.zero");
 static_assert(__builtin_offsetof(ShrinkParams, kg) == 64, "ShrinkParams.kg");
 static_assert(__builtin_offsetof(ShrinkParams, center) == 96, "ShrinkParams.center");
 
@@ -1980,22 +1987,30 @@ extern "C" __global__ void __launch_bounds__(256) kq_br_shrink(const ShrinkParam
     __shared__ u64 su[BR_MAXK];
     __shared__ short sord[BR_MAXK];          // the order: its i-th centroid
     __shared__ unsigned char sfl[BR_MAXK];   // 1: removed, 2: frozen
+    __shared__ int scur[BR_MAXK * 4];        // the centroids, which the removals read again and again
     __shared__ u64 sred[8];
     const int kg = p.kg, dim = p.dim, nf = p.nfixed, tid = threadIdx.x;
-    const int* cur = (const int*)p.cur;
+    for (int z = 0; z < 3; z++)
+        for (int i = tid; i < p.zwords[z]; i += blockDim.x) ((u32*)p.zero[z])[i] = 0;
+    __syncthreads();  // the stop scalar below among them
     if (*(volatile const u64*)p.gate == 0) {
         if (tid == 0) *(u64*)p.stop = BR_OFF;
         return;
     }
-    for (int c = tid; c < kg; c += blockDim.x) su[c] = ((const u64*)p.util)[c], sfl[c] = 0;
-    __syncthreads();
-    for (int c = nf + tid; c < kg; c += blockDim.x) {
-        const u64 u = su[c];
-        int r = 0;
-        for (int o = nf; o < kg; o++) r += su[o] < u || (su[o] == u && o < c);
-        sord[r] = (short)c;
+    for (int i = tid; i < kg * dim; i += blockDim.x) scur[i] = ((const int*)p.cur)[i];
+    for (int c = tid; c < kg; c += blockDim.x) sfl[c] = 0;
+    if (p.n > 0) {
+        for (int c = tid; c < kg; c += blockDim.x) su[c] = ((const u64*)p.util)[c];
+        __syncthreads();
+        for (int c = nf + tid; c < kg; c += blockDim.x) {
+            const u64 u = su[c];
+            int r = 0;
+            for (int o = nf; o < kg; o++) r += su[o] < u || (su[o] == u && o < c);
+            sord[r] = (short)c;
+        }
     }
     __syncthreads();
+    const int* cur = scur;
     int left = p.n;  // the same in every thread
     for (int i = 0; i < kg - nf && left > 0; i++) {
         const int c = sord[i];

@@ -71,9 +71,9 @@ func TestParamsLayout(t *testing.T) {
 			unsafe.Offsetof(ll.Bufs), unsafe.Offsetof(ll.Psmem))
 	}
 	var br shrinkParams
-	if unsafe.Sizeof(br) != 120 || unsafe.Offsetof(br.Kg) != 64 || unsafe.Offsetof(br.Center) != 96 || unsafe.Offsetof(br.Radius) != 112 {
-		t.Errorf("shrinkParams: size %d, Kg at %d, Center at %d, Radius at %d; want 120, 64, 96, 112",
-			unsafe.Sizeof(br), unsafe.Offsetof(br.Kg), unsafe.Offsetof(br.Center), unsafe.Offsetof(br.Radius))
+	if unsafe.Sizeof(br) != 160 || unsafe.Offsetof(br.Kg) != 64 || unsafe.Offsetof(br.Center) != 96 || unsafe.Offsetof(br.Radius) != 112 || unsafe.Offsetof(br.Zero) != 120 {
+		t.Errorf("shrinkParams: size %d, Kg at %d, Center at %d, Radius at %d, Zero at %d; want 160, 64, 96, 112, 120",
+			unsafe.Sizeof(br), unsafe.Offsetof(br.Kg), unsafe.Offsetof(br.Center), unsafe.Offsetof(br.Radius), unsafe.Offsetof(br.Zero))
 	}
 	var pl ppLoop
 	if unsafe.Sizeof(pl) != 472 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 456 || unsafe.Offsetof(pl.Phases) != 464 {
