@@ -1,7 +1,6 @@
 package kmeans
 
 import (
-	"container/heap"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -133,15 +132,52 @@ func breathKept(e, b uint64, md int) (keep bool, next int) {
 // add most to the inertia (errc; ties to the lower index), each coordinate
 // moved by the next of offs (md·dim values).
 func breathIn(cent []int32, dim int, errc []uint64, md int, offs []int32) []int32 {
-	order := rankBy(errc, 0, len(cent)/dim, true)
-	grown := slices.Grow(slices.Clone(cent), md*dim)
-	for r := range md {
-		c := order.at(r)
+	top := largest(errc[:len(cent)/dim], md)
+	grown := append(make([]int32, 0, len(cent)+len(top)*dim), cent...)
+	for r, c := range top {
 		for j, v := range cent[c*dim : (c+1)*dim] {
 			grown = append(grown, v+offs[r*dim+j])
 		}
 	}
 	return grown
+}
+
+// largest returns the indices of the n largest of vals (all of them
+// where n ≥ len(vals)), largest first, ties to the lower index: the
+// first n of rankBy(vals, 0, len(vals), true), without its heap where n
+// is small (a breath's md), by insertion into the n kept. (The CUDA
+// session waits for the plan's breath in between the device's breaths:
+// BenchmarkBreathPlan at k = 256, 8.9 µs with a ranking, 2.1 with this,
+// on the 2-core VM.)
+func largest(vals []uint64, n int) []int {
+	n = min(n, len(vals))
+	if n <= 0 {
+		return nil
+	}
+	if n > 16 {
+		order, top := rankBy(vals, 0, len(vals), true), make([]int, n)
+		for r := range top {
+			top[r] = order.at(r)
+		}
+		return top
+	}
+	top := make([]int, 0, n)
+	for i, v := range vals {
+		if len(top) == n && v <= vals[top[n-1]] {
+			continue
+		}
+		// after the last kept at least v (earlier, so first on a tie)
+		r := len(top)
+		for r > 0 && vals[top[r-1]] < v {
+			r--
+		}
+		if len(top) < n {
+			top = append(top, 0)
+		}
+		copy(top[r+1:], top[r:])
+		top[r] = i
+	}
+	return top
 }
 
 // A jitter is the offsets of breathing's new centroids, −2…2, in the order
@@ -199,15 +235,16 @@ func (p *breathPlan) next(cent []int32, e uint64, errc []uint64) (Breath, bool) 
 
 // A ranking orders the indices lo…hi−1 by their values, ascending or
 // descending, ties to the lower index (a stable sort's order), as far as
-// it is read: a heap (container/heap), so that reading the first m of k
-// indices costs O(k + m log k) where a sort costs O(k log k). A breath
-// reads few of its k ≥ 256: the md ≤ DefaultBreathe largest errors, then
-// the least utilities until md centroids are removed. (sort.SliceStable's
-// two orders a breath took 1.7 ms of a 12 ms default run at k = 256 on
-// the H100 host.)
+// it is read: a binary heap, so that reading the first m of k indices
+// costs O(k + m log k) where a sort costs O(k log k). A breath reads few
+// of its k ≥ 256: the md ≤ DefaultBreathe largest errors, then the least
+// utilities until md centroids are removed. (sort.SliceStable's two
+// orders a breath took 1.7 ms of a 12 ms default run at k = 256 on the
+// H100 host; container/heap's, through its interface and a value boxed
+// a pop, 8–9 µs on the 2-core VM, BenchmarkBreathOrder, against 6.)
 type ranking struct {
-	heap rankHeap // the indices not read yet
-	read []int    // the indices read, in order
+	heap []rankKey // the indices not read yet, a heap: least key first
+	read []int     // the indices read, in order
 }
 
 // A rankKey is an index and its value, complemented where descending.
@@ -216,27 +253,15 @@ type rankKey struct {
 	i int
 }
 
-// rankHeap is a heap.Interface of rankKeys, least value first, ties to
-// the lower index.
-type rankHeap []rankKey
-
-func (h rankHeap) Len() int { return len(h) }
-func (h rankHeap) Less(a, b int) bool {
-	return h[a].v < h[b].v || h[a].v == h[b].v && h[a].i < h[b].i
-}
-func (h rankHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *rankHeap) Push(x any)   { *h = append(*h, x.(rankKey)) }
-func (h *rankHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// less orders rankKeys: least value first, ties to the lower index.
+func (a rankKey) less(b rankKey) bool {
+	return a.v < b.v || a.v == b.v && a.i < b.i
 }
 
 // rankBy returns the ranking of the indices lo…hi−1 by vals, descending
 // if desc.
 func rankBy(vals []uint64, lo, hi int, desc bool) *ranking {
-	h := make(rankHeap, 0, hi-lo)
+	h := make([]rankKey, 0, hi-lo)
 	for i := lo; i < hi; i++ {
 		v := vals[i]
 		if desc {
@@ -244,15 +269,43 @@ func rankBy(vals []uint64, lo, hi int, desc bool) *ranking {
 		}
 		h = append(h, rankKey{v, i})
 	}
-	heap.Init(&h)
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i)
+	}
 	return &ranking{heap: h, read: make([]int, 0, 2*DefaultBreathe)}
+}
+
+// siftDown moves h[i] down the heap h to its place.
+func siftDown(h []rankKey, i int) {
+	x := h[i]
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			break
+		}
+		if c+1 < len(h) && h[c+1].less(h[c]) {
+			c++
+		}
+		if !h[c].less(x) {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	h[i] = x
 }
 
 // at returns the index of rank r (0 the first), or −1 if there are no
 // more than r indices.
 func (o *ranking) at(r int) int {
-	for len(o.read) <= r && o.heap.Len() > 0 {
-		o.read = append(o.read, heap.Pop(&o.heap).(rankKey).i)
+	for len(o.read) <= r && len(o.heap) > 0 {
+		h := o.heap
+		o.read = append(o.read, h[0].i)
+		h[0] = h[len(h)-1]
+		o.heap = h[:len(h)-1]
+		if len(o.heap) > 0 {
+			siftDown(o.heap, 0)
+		}
 	}
 	if r < len(o.read) {
 		return o.read[r]

@@ -66,6 +66,26 @@ func TestRanking(t *testing.T) {
 	}
 }
 
+// TestLargest: the n largest, by insertion (n ≤ 16) or by a ranking, are
+// a stable descending sort's first n, with many ties and with none.
+func TestLargest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, k := range []int{0, 1, 5, 40, 270} {
+		for _, spread := range []uint64{1, 3, 1 << 40} {
+			vals := make([]uint64, k)
+			for i := range vals {
+				vals[i] = rng.Uint64N(spread)
+			}
+			want := stableOrder(vals, 0, k, true)
+			for _, n := range []int{0, 1, 2, 5, 16, 17, 40, 300} {
+				if got := largest(vals, n); !slices.Equal(got, want[:min(n, k)]) {
+					t.Errorf("k=%d spread=%d n=%d: %v, want %v", k, spread, n, got, want[:min(n, k)])
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkBreathOrder: breathing's two orders of a breath at k = 270
 // (the errors, descending; the utilities, ascending) by sort.SliceStable,
 // as they were made, and by rankings read as far as a breath of depth 5
@@ -127,6 +147,29 @@ func TestBreathKept(t *testing.T) {
 		keep, next := breathKept(c.e, c.b, 5)
 		if keep != c.keep || next != c.next {
 			t.Errorf("breathKept(%d, %d, 5) = %v, %d; want %v, %d", c.e, c.b, keep, next, c.keep, c.next)
+		}
+	}
+}
+
+// BenchmarkBreathPlan: the plan's next breath in (breathPlan.next) at
+// k = 256 in three dimensions, from a kept result at depth 5, which the
+// CUDA session asks between the device's breaths.
+func BenchmarkBreathPlan(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const k, dim = 256, 3
+	cent := make([]int32, k*dim)
+	for i := range cent {
+		cent[i] = int32(rng.IntN(1 << 12))
+	}
+	errc := make([]uint64, k)
+	for i := range errc {
+		errc[i] = rng.Uint64N(1 << 30)
+	}
+	p := &breathPlan{best: cent, inertia: 1 << 40, errc: errc, md: DefaultBreathe, dim: dim,
+		tol: 1e-4, outTol: 1e-4, jit: &jitter{rng: rand.New(rand.NewPCG(1, 2))}}
+	for b.Loop() {
+		if _, ok := p.next(cent, 1<<39, errc); !ok {
+			b.Fatal("no breath in")
 		}
 	}
 }
