@@ -6,13 +6,17 @@ import (
 	"sync/atomic"
 )
 
-// Ranges calls f on consecutive ranges covering [0, n), each of at least
-// minItems items, on up to workers goroutines (the caller's among them),
-// and waits for them. The ranges are claimed in turn, up to four a
-// goroutine, so that the caller, which starts at once, takes on the ranges
-// of goroutines that are slow to start: a parked thread can take 0.1–0.2
-// ms to wake (the H100 host of bench/cuda/NOTES.md, round 17), as long as
-// a pass over a few hundred thousand points.
+// Ranges calls f on consecutive ranges covering [0, n) on up to workers
+// goroutines (the caller's among them), one for each minItems items, and
+// waits for them. The ranges, four a goroutine, of at least minItems/4
+// items (fewer where n is), are claimed in turn, so that the caller, which
+// starts at once, takes on the ranges of goroutines that are slow to
+// start: a parked thread can take 0.1–0.2 ms to wake (the H100 host of
+// bench/cuda/NOTES.md, round 17), as long as a pass over a few hundred
+// thousand points. (With ranges of minItems, two goroutines on 2·minItems
+// items split them in two, and the caller, done with its half, waited for
+// the other's wake: the bounds of a default run's 32 768 reduced colours
+// took 148 µs there, session 31.)
 func Ranges(workers, n, minItems int, f func(lo, hi int)) {
 	minItems = max(1, minItems)
 	w := max(1, min(workers, n/minItems))
@@ -20,7 +24,7 @@ func Ranges(workers, n, minItems int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	pieces := min(4*w, n/minItems)
+	pieces := min(4*w, n/max(1, minItems/4))
 	var next atomic.Int64
 	work := func() {
 		for {
