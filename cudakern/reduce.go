@@ -1,8 +1,10 @@
 package cudakern
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"runtime/trace"
 	"unsafe"
 
 	"github.com/kquant/kquant/kmeans"
@@ -198,6 +200,7 @@ func (b *Backend) Reduce(ks kmeans.Session, target int) (*kmeans.Points, error) 
 		return nil, fmt.Errorf("cudakern: %d halvings of %d points: %w", plan.depth, s.L.n, kmeans.ErrReduceUnsupported)
 	}
 	var red *kmeans.Points
+	defer trace.StartRegion(context.Background(), "cudakern.reduce").End()
 	err := b.w.do(func() error {
 		var err error
 		red, err = s.reduce(plan)

@@ -35,7 +35,9 @@ func maxProcs() int { return runtime.GOMAXPROCS(0) }
 // UpdateSorted (counting sort by label, then segment sums without
 // atomics), UpdateHost (labels back to the host, sums there).
 func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Session, error) {
+	rg := trace.StartRegion(context.Background(), "cudakern.extent")
 	lo, hi, total, err := opt.Extent(pts)
+	rg.End()
 	if err != nil {
 		return nil, err
 	}
@@ -71,20 +73,25 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 		if pts.Weights != nil {
 			need += npad
 		}
-		if st := b.stageFor(need); st != nil {
+		rs := trace.StartRegion(context.Background(), "cudakern.stage")
+		st := b.stageFor(need)
+		rs.End()
+		if st != nil {
 			defer st.mu.Unlock()
 			ub = &upBuf{mem: st.mem}
 		}
 	}
 	var words []uint32
-	rg := trace.StartRegion(context.Background(), "cudakern.layout")
+	rg = trace.StartRegion(context.Background(), "cudakern.layout")
 	s.L, words = planLayout(pts, lo, hi, ub)
 	rg.End()
 	s.capK = max(opt.MaxK, 1)
 	s.label32 = s.capK > 65535
 	if opt.Algorithm == kmeans.Auto {
+		rg = trace.StartRegion(context.Background(), "cudakern.auto")
 		s.hy = newAuto(s, total)
 		s.cur = s.hy.Current()
+		rg.End()
 	}
 	if s.L.n == 0 {
 		return s, nil
@@ -95,8 +102,10 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 	// holds old data)
 	var weights []uint32
 	if w := pts.Weights; w != nil && ub.room(s.L.npad) {
+		rg = trace.StartRegion(context.Background(), "cudakern.weights")
 		weights = ub.words(s.L.npad, s.L.n)
 		parallelRange(s.L.n, func(a, b int) { copy(weights[a:b], w[a:b]) })
+		rg.End()
 	}
 	rg = trace.StartRegion(context.Background(), "cudakern.upload")
 	defer rg.End()
