@@ -1985,10 +1985,12 @@ __device__ __forceinline__ u64 br_dist(const int* cur, int a, int b, int dim) {
 
 extern "C" __global__ void __launch_bounds__(256) kq_br_shrink(const ShrinkParams p) {
     __shared__ u64 su[BR_MAXK];
-    __shared__ short sord[BR_MAXK];          // the order: its i-th centroid
+    __shared__ short sskip[BR_MAXK];         // the frozen centroids passed over, in the order
     __shared__ unsigned char sfl[BR_MAXK];   // 1: removed, 2: frozen
     __shared__ int scur[BR_MAXK * 4];        // the centroids, which the removals read again and again
     __shared__ u64 sred[8];
+    __shared__ u64 smin[2][8];               // the order's next: each warp's least (utility, index), in turn
+    __shared__ int smi[2][8];
     const int kg = p.kg, dim = p.dim, nf = p.nfixed, tid = threadIdx.x;
     for (int z = 0; z < 3; z++)
         for (int i = tid; i < p.zwords[z]; i += blockDim.x) ((u32*)p.zero[z])[i] = 0;
@@ -1998,43 +2000,62 @@ extern "C" __global__ void __launch_bounds__(256) kq_br_shrink(const ShrinkParam
         return;
     }
     for (int i = tid; i < kg * dim; i += blockDim.x) scur[i] = ((const int*)p.cur)[i];
-    for (int c = tid; c < kg; c += blockDim.x) sfl[c] = 0;
-    if (p.n > 0) {
-        for (int c = tid; c < kg; c += blockDim.x) su[c] = ((const u64*)p.util)[c];
-        __syncthreads();
-        for (int c = nf + tid; c < kg; c += blockDim.x) {
-            const u64 u = su[c];
-            int r = 0;
-            for (int o = nf; o < kg; o++) r += su[o] < u || (su[o] == u && o < c);
-            sord[r] = (short)c;
-        }
-    }
+    for (int c = tid; c < kg; c += blockDim.x) sfl[c] = 0, su[c] = p.n > 0 ? ((const u64*)p.util)[c] : 0;
     __syncthreads();
     const int* cur = scur;
-    int left = p.n;  // the same in every thread
-    for (int i = 0; i < kg - nf && left > 0; i++) {
-        const int c = sord[i];
-        if (sfl[c] & 2) continue;
+    // The order (utility ascending, ties by index) is read as far as the
+    // removals need it, one block-wide minimum a centroid: each thread
+    // keeps which of its own (c ≡ tid mod 256) it has passed.
+    u32 passed = 0;  // bit i: centroid tid + 256·i
+    int left = p.n, nskip = 0, it = 0;  // the same in every thread
+    while (left > 0) {
+        u64 bu = ~0ull;
+        int bi = 0x7fffffff;
+        for (int c = tid, i = 0; c < kg; c += blockDim.x, i++)
+            if (c >= nf && !(passed >> i & 1) && (su[c] < bu || (su[c] == bu && c < bi))) bu = su[c], bi = c;
+        for (int d = 16; d > 0; d >>= 1) {
+            const u64 ou = shfl_u64(bu, (tid & 31) ^ d);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi, d);
+            if (ou < bu || (ou == bu && oi < bi)) bu = ou, bi = oi;
+        }
+        if ((tid & 31) == 0) smin[it & 1][tid >> 5] = bu, smi[it & 1][tid >> 5] = bi;
+        __syncthreads();  // and the last removal's freezing done
+        bu = smin[it & 1][0], bi = smi[it & 1][0];
+        for (int w = 1; w < (int)(blockDim.x >> 5); w++) {
+            const u64 ou = smin[it & 1][w];
+            const int oi = smi[it & 1][w];
+            if (ou < bu || (ou == bu && oi < bi)) bu = ou, bi = oi;
+        }
+        it++;
+        if (bi >= kg) break;  // the order is read to its end
+        const int c = bi;
+        if ((c & (blockDim.x - 1)) == tid) passed |= 1u << (c / blockDim.x);
+        if (sfl[c] & 2) {
+            if (tid == 0) sskip[nskip] = (short)c;
+            nskip++;
+            continue;
+        }
         left--;
         u64 nn = ~0ull;
         for (int o = tid; o < kg; o += blockDim.x)
             if (o != c) nn = min(nn, br_dist(cur, c, o, dim));
         for (int d = 16; d > 0; d >>= 1) nn = min(nn, shfl_u64(nn, (tid & 31) ^ d));
         if ((tid & 31) == 0) sred[tid >> 5] = nn;
-        __syncthreads();  // every thread has read sfl[c] too
+        __syncthreads();
         nn = sred[0];
         for (int w = 1; w < (int)(blockDim.x >> 5); w++) nn = min(nn, sred[w]);
         const double lim = 1.21 * (double)nn;
         for (int o = tid; o < kg; o += blockDim.x)
             if (o != c && (double)br_dist(cur, c, o, dim) <= lim) sfl[o] |= 2;
         if (tid == 0) sfl[c] |= 1;
-        __syncthreads();  // sred and sfl read before the next centroid's
+        // sred is written again only after the next minimum's barrier,
+        // which every thread passes once done reading it
     }
+    __syncthreads();
     if (tid == 0) {
-        for (int i = 0; i < kg - nf && left > 0; i++) {
-            const int c = sord[i];
-            if (!(sfl[c] & 1)) sfl[c] |= 1, left--;
-        }
+        // fewer than n taken: the order's end was reached, every centroid
+        // passed, and the first not taken are the frozen ones passed over
+        for (int i = 0; i < nskip && left > 0; i++) sfl[sskip[i]] |= 1, left--;
     }
     __syncthreads();
     const int k = kg - p.n;
@@ -2043,8 +2064,9 @@ extern "C" __global__ void __launch_bounds__(256) kq_br_shrink(const ShrinkParam
     int unfit = 0;
     for (int c = tid; c < kg; c += blockDim.x) {
         if (sfl[c] & 1) continue;
-        int pos = 0;
-        for (int o = 0; o < c; o++) pos += !(sfl[o] & 1);
+        int pos = c;
+        if (p.n > 0)
+            for (int o = 0; o < c; o++) pos -= sfl[o] & 1;
         int x[4] = {0, 0, 0, 0};
         i64 norm = 0;
         for (int j = 0; j < dim; j++) {
