@@ -73,10 +73,7 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 		if pts.Weights != nil {
 			need += npad
 		}
-		rs := trace.StartRegion(context.Background(), "cudakern.stage")
-		st := b.stageFor(need)
-		rs.End()
-		if st != nil {
+		if st := b.stageFor(need); st != nil {
 			defer st.mu.Unlock()
 			ub = &upBuf{mem: st.mem}
 		}

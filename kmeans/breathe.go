@@ -236,9 +236,9 @@ func (p *breathPlan) next(cent []int32, e uint64, errc []uint64) (Breath, bool) 
 // A ranking orders the indices lo…hi−1 by their values, ascending or
 // descending, ties to the lower index (a stable sort's order), as far as
 // it is read: a binary heap, so that reading the first m of k indices
-// costs O(k + m log k) where a sort costs O(k log k). A breath reads few
-// of its k ≥ 256: the md ≤ DefaultBreathe largest errors, then the least
-// utilities until md centroids are removed. (sort.SliceStable's two
+// costs O(k + m log k) where a sort costs O(k log k). A breath out reads
+// few of its k ≥ 256: the least utilities until md centroids are removed
+// (and largest, the errors where md > 16). (sort.SliceStable's two
 // orders a breath took 1.7 ms of a 12 ms default run at k = 256 on the
 // H100 host; container/heap's, through its interface and a value boxed
 // a pop, 8–9 µs on the 2-core VM, BenchmarkBreathOrder, against 6.)

@@ -13,10 +13,10 @@ import (
 // starts at once, takes on the ranges of goroutines that are slow to
 // start: a parked thread can take 0.1–0.2 ms to wake (the H100 host of
 // bench/cuda/NOTES.md, round 17), as long as a pass over a few hundred
-// thousand points. (With ranges of minItems, two goroutines on 2·minItems
-// items split them in two, and the caller, done with its half, waited for
-// the other's wake: the bounds of a default run's 32 768 reduced colours
-// took 148 µs there, session 31.)
+// thousand points. (With ranges of minItems, as many ranges as
+// goroutines where n is a few minItems, the caller, done with its own,
+// could only wait for the others: on that host the layout of graf1's
+// 232 k colours took 246 µs so, 220 in four ranges a goroutine, session 31.)
 func Ranges(workers, n, minItems int, f func(lo, hi int)) {
 	minItems = max(1, minItems)
 	w := max(1, min(workers, n/minItems))
