@@ -166,6 +166,7 @@ const (
 	kRdScatter   = "kq_rd_scatter"
 	kRdFinish    = "kq_rd_finish"
 	kRdCompact   = "kq_rd_compact"
+	kRdPack16    = "kq_rd_pack16"
 	kBrShrink    = "kq_br_shrink"
 )
 
@@ -194,7 +195,7 @@ var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP
 	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16, kLoopFastP8Timed, kLoopFastP16Timed, kLoopFastP8M2, kLoopFastP16M2,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather, kWidenU16,
-	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCompact, kBrShrink}
+	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCompact, kRdPack16, kBrShrink}
 
 // Backend runs k-means assignment on one CUDA device. It implements
 // kmeans.Backend, and offers colour deduplication and remapping on the
@@ -209,9 +210,10 @@ type Backend struct {
 	coop  bool // whether the device takes cooperative launches (launchCoop)
 	occMu sync.Mutex
 	occ   map[occKey]int
-	pool  *pool     // freed device buffers kept for reuse (worker's thread only)
-	stage hostStage // page-locked memory for Open's uploads
-	ahead readAhead // page-locked memory for a breathing session's read-backs (breathe.go)
+	pool  *pool       // freed device buffers kept for reuse (worker's thread only)
+	stage hostStage   // page-locked memory for Open's uploads
+	ahead readAhead   // page-locked memory for a breathing session's read-backs (breathe.go)
+	red   reducedSets // Reduce's sets on the device, for the sessions opened on them
 
 	fastErr error // non-nil when the tensor-core kernel failed its self-test
 	imaErr  error // non-nil when the integer tensor-core kernel is off (selfTestIMA)
@@ -315,6 +317,7 @@ func (b *Backend) Close() error {
 		return nil // closed already
 	}
 	delete(backends, b.dev.Index)
+	b.w.do(func() error { b.red.drain(b); return nil })
 	b.stage.mu.Lock()
 	b.w.do(func() error { b.stage.free(b.a); return nil })
 	b.stage.mu.Unlock()

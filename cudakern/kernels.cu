@@ -4030,7 +4030,8 @@ struct RdParams {
     u64 sums;    // u64 [2^depth][1+dim]: a leaf's weight, then its sums of w·step
     u64 outc;    // i32 [parts][dim] (kq_rd_compact)
     u64 outw;    // u32 [parts]
-    u64 scal;    // u32 [2]: parts, a part heavier than a u32
+    u64 scal;    // RdScal
+    u64 words;   // u32 [2][npad] fmtP16 words of the parts (kq_rd_pack16)
     int n, dim, level, depth;
     int tpp;     // tiles per part at this level
     int pad0;
@@ -4038,7 +4039,19 @@ struct RdParams {
     int lo[4];   // the coordinate of step 0 of each axis
 };
 
-static_assert(sizeof(RdParams) == 152, "RdParams layout");
+static_assert(sizeof(RdParams) == 160, "RdParams layout");
+
+// RdScal is what kq_rd_compact says of the parts besides them: how many,
+// whether one weighs more than a u32 (then none is written), the least and
+// greatest coordinate on each axis and their total weight, which a session
+// opened on the parts takes as kmeans.Points.Extent's.
+struct RdScal {
+    u32 parts, heavy;
+    int lo[4], hi[4];
+    u64 total;
+};
+
+static_assert(sizeof(RdScal) == 48, "RdScal layout");
 
 __device__ __forceinline__ int rd_step(u32 word, int axis) { return (word >> (8 * axis)) & 255; }
 
@@ -4373,10 +4386,14 @@ extern "C" __global__ void __launch_bounds__(256) kq_rd_finish(const RdParams p)
 // of the coordinates, rounded half up (kmeans' roundDiv).
 extern "C" __global__ void __launch_bounds__(1024) kq_rd_compact(const RdParams p) {
     __shared__ u32 ws[32];
+    __shared__ int blo[32][4], bhi[32][4];
+    __shared__ u64 btot[32];
     const u64* sums = (const u64*)p.sums;
     const int slots = 1 << p.depth, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, st = 1 + p.dim;
     u32 base = 0;
     bool heavy = false;
+    int lo[4] = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff}, hi[4] = {-0x7fffffff - 1, -0x7fffffff - 1, -0x7fffffff - 1, -0x7fffffff - 1};
+    u64 tot = 0;
     for (int s0 = 0; s0 < slots; s0 += 1024) {
         const int s = s0 + tid;
         const u64 w = s < slots ? sums[(size_t)s * st] : 0;
@@ -4397,7 +4414,7 @@ extern "C" __global__ void __launch_bounds__(1024) kq_rd_compact(const RdParams 
             ws[lane] = y;
         }
         __syncthreads();
-        const u32 pre = (warp ? ws[warp - 1] : 0) + x - f, tot = ws[31];
+        const u32 pre = (warp ? ws[warp - 1] : 0) + x - f, tot_f = ws[31];
         __syncthreads();
         if (f) {
             const u32 o = base + pre;
@@ -4405,13 +4422,70 @@ extern "C" __global__ void __launch_bounds__(1024) kq_rd_compact(const RdParams 
                 heavy = true;
             } else {
                 ((u32*)p.outw)[o] = (u32)w;
-                for (int j = 0; j < p.dim; j++)
-                    ((int*)p.outc)[(size_t)o * p.dim + j] =
-                        round_div((i64)p.lo[j] * (i64)w + (i64)p.g[j] * (i64)sums[(size_t)s * st + 1 + j], w);
+                tot += w;
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (j < p.dim) {
+                        const int c = round_div((i64)p.lo[j] * (i64)w + (i64)p.g[j] * (i64)sums[(size_t)s * st + 1 + j], w);
+                        ((int*)p.outc)[(size_t)o * p.dim + j] = c;
+                        lo[j] = min(lo[j], c), hi[j] = max(hi[j], c);
+                    }
             }
         }
-        base += tot;
+        base += tot_f;
     }
-    if (heavy) ((u32*)p.scal)[1] = 1;
-    if (tid == 0) ((u32*)p.scal)[0] = base;
+    // the parts' bounds and total weight: a warp's, then the block's
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        for (int o = 16; o > 0; o >>= 1) {
+            lo[j] = min(lo[j], __shfl_down_sync(0xffffffffu, lo[j], o));
+            hi[j] = max(hi[j], __shfl_down_sync(0xffffffffu, hi[j], o));
+        }
+    tot = rd_warp_sum(tot);
+    heavy = __syncthreads_or(heavy);
+    if (lane == 0) {
+        for (int j = 0; j < 4; j++) blo[warp][j] = lo[j], bhi[warp][j] = hi[j];
+        btot[warp] = tot;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        RdScal* sc = (RdScal*)p.scal;
+        u64 t = 0;
+        for (int w = 0; w < 32; w++) {
+            t += btot[w];
+            for (int j = 0; j < 4; j++) lo[j] = min(lo[j], blo[w][j]), hi[j] = max(hi[j], bhi[w][j]);
+        }
+        sc->parts = base, sc->heavy = heavy, sc->total = t;
+        for (int j = 0; j < 4; j++) sc->lo[j] = lo[j], sc->hi[j] = hi[j];
+    }
+}
+
+// kq_rd_pack16: a thread a point of the parts' padding to a multiple of
+// 64 (RD_PAD) of at most npad = p.n points. The parts kq_rd_compact wrote,
+// as the fmtP16 words of a session opened on them (the host's
+// layout.pack): each coordinate less the centre of the parts' box, in
+// fp16, two a word, the fourth 0 for colours; the padding's words and
+// weights 0. A coordinate beyond fmtP16's reach (the host then packs
+// none of these) is written as 0.
+#define RD_PAD 64
+extern "C" __global__ void __launch_bounds__(256) kq_rd_pack16(const RdParams p) {
+    const RdScal* sc = (const RdScal*)p.scal;
+    const int m = (int)sc->parts, mpad = (m + RD_PAD - 1) / RD_PAD * RD_PAD;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (sc->heavy || i >= min(mpad, p.n)) return;
+    u32* words = (u32*)p.words;
+    if (i >= m) {
+        words[2 * i] = 0, words[2 * i + 1] = 0;
+        ((u32*)p.outw)[i] = 0;
+        return;
+    }
+    u32 h[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        if (j < p.dim) {
+            const i64 lo = sc->lo[j], centre = lo + ((i64)sc->hi[j] - lo) / 2;
+            const i64 v = (i64)((const int*)p.outc)[(size_t)i * p.dim + j] - centre;
+            h[j] = v >= -2047 && v <= 2047 ? half_of((int)v) : 0u;
+        }
+    words[2 * i] = h[0] | h[1] << 16, words[2 * i + 1] = h[2] | h[3] << 16;
 }

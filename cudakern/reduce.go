@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/trace"
+	"sync"
 	"unsafe"
 
 	"github.com/kquant/kquant/kmeans"
@@ -65,9 +66,17 @@ type rdPart struct {
 
 // rdParams mirrors struct RdParams of kernels.cu.
 type rdParams struct {
-	Pts, W, Src, Dst, Parts, Kids, THist, TOff, Sums, OutC, OutW, Scal uint64
-	N, Dim, Level, Depth, Tpp, Pad0                                    int32
-	G, Lo                                                              [4]int32
+	Pts, W, Src, Dst, Parts, Kids, THist, TOff, Sums, OutC, OutW, Scal, Words uint64
+	N, Dim, Level, Depth, Tpp, Pad0                                           int32
+	G, Lo                                                                     [4]int32
+}
+
+// rdScal mirrors struct RdScal of kernels.cu: kq_rd_compact's count of
+// the parts, whether one was too heavy, their bounds and total weight.
+type rdScal struct {
+	Parts, Heavy uint32
+	Lo, Hi       [4]int32
+	Total        uint64
 }
 
 // reducePlan is how the device reduces n points into at most 2^depth
@@ -201,7 +210,10 @@ func (b *Backend) Reduce(ks kmeans.Session, target int) (*kmeans.Points, error) 
 	}
 	var red *kmeans.Points
 	defer trace.StartRegion(context.Background(), "cudakern.reduce").End()
-	err := b.w.do(func() error {
+	// a session on the parts follows (Run opens it at once): the worker
+	// spins for its job rather than park, which cost that Open 100–180 µs
+	// of waking the thread on the H100 host (session 32's traces)
+	err := b.w.doIter(func() error {
 		var err error
 		red, err = s.reduce(plan)
 		return err
@@ -218,8 +230,9 @@ func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
 	// from part 2^l − 1 on), the tiles' counts and offsets, the slots'
 	// sums, the output and two scalars
 	partBytes := int(unsafe.Sizeof(rdPart{}))
+	scalBytes, spad := int(unsafe.Sizeof(rdScal{})), padded(slots)
 	sizes := []int{4 * n, 4 * n, partBytes * (2<<plan.fin - 1), 1024 * plan.maxTiles(), 8 * plan.maxTiles(),
-		8 * (1 + dim) * slots, 4 * dim * slots, 4 * slots, 16}
+		8 * (1 + dim) * slots, 4 * dim * slots, 4 * spad, scalBytes, 8 * spad}
 	bufs := make([]uint64, len(sizes))
 	defer func() {
 		for _, p := range bufs {
@@ -234,7 +247,7 @@ func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
 	}
 	src, dst, parts := bufs[0], bufs[1], bufs[2]
 	partsAt := func(level int) uint64 { return parts + uint64(partBytes*(1<<level-1)) }
-	p := rdParams{Pts: s.dPts, W: s.dW, THist: bufs[3], TOff: bufs[4], Sums: bufs[5], OutC: bufs[6], OutW: bufs[7], Scal: bufs[8],
+	p := rdParams{Pts: s.dPts, W: s.dW, THist: bufs[3], TOff: bufs[4], Sums: bufs[5], OutC: bufs[6], OutW: bufs[7], Scal: bufs[8], Words: bufs[9],
 		N: int32(n), Dim: int32(dim), Depth: int32(plan.depth), G: steps32(L)}
 	for j := range dim {
 		p.Lo[j] = int32(L.lo[j])
@@ -246,7 +259,7 @@ func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
 	if err := b.memset32(p.Sums, 0, 2*(1+dim)*slots); err != nil {
 		return nil, err
 	}
-	if err := b.memset32(p.Scal, 0, 4); err != nil {
+	if err := b.memset32(p.Scal, 0, scalBytes/4); err != nil {
 		return nil, err
 	}
 	pp := unsafe.Pointer(&p)
@@ -276,27 +289,116 @@ func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
 	if err := b.launch(kRdCompact, 1, 1024, 0, pp); err != nil {
 		return nil, err
 	}
-	var scal [2]uint32 // parts; a part too heavy
-	if err := b.dtoh(unsafe.Pointer(&scal[0]), p.Scal, 8); err != nil {
+	p.N = int32(spad) // kq_rd_pack16's most points
+	if err := b.launch(kRdPack16, (spad+255)/256, 256, 0, pp); err != nil {
 		return nil, err
 	}
-	if scal[1] != 0 {
+	var scal rdScal
+	if err := b.dtoh(unsafe.Pointer(&scal), p.Scal, scalBytes); err != nil {
+		return nil, err
+	}
+	if scal.Heavy != 0 {
 		return nil, nil // as kmeans.Reduce: no reduced set
 	}
-	m := int(scal[0])
+	m := int(scal.Parts)
 	if m > slots {
 		return nil, fmt.Errorf("cudakern: Reduce made %d parts of at most %d", m, slots)
 	}
 	red := &kmeans.Points{Dim: dim, Coords: make([]int32, m*dim), Weights: make([]uint32, m)}
-	if m > 0 {
-		if err := b.dtoh(unsafe.Pointer(&red.Coords[0]), p.OutC, 4*m*dim); err != nil {
-			return nil, err
-		}
-		if err := b.dtoh(unsafe.Pointer(&red.Weights[0]), p.OutW, 4*m); err != nil {
-			return nil, err
+	if m == 0 {
+		return red, nil
+	}
+	if err := b.dtoh(unsafe.Pointer(&red.Coords[0]), p.OutC, 4*m*dim); err != nil {
+		return nil, err
+	}
+	if err := b.dtoh(unsafe.Pointer(&red.Weights[0]), p.OutW, 4*m); err != nil {
+		return nil, err
+	}
+	// the parts stay on the device for a session opened on them
+	r := &reduced{pts: red, words: p.Words, w: p.OutW, lo: scal.Lo[:dim:dim], hi: scal.Hi[:dim:dim], total: scal.Total}
+	bufs[7], bufs[9] = 0, 0
+	b.red.keep(b, r)
+	return red, nil
+}
+
+// reduced is a reduced set that Reduce made, as a session opened on it
+// stores it where its layout is fmtP16 (kq_rd_pack16): its points' words
+// and weights, padded to a multiple of padMultiple, on the device, and
+// its bounds and total weight, which Open would otherwise measure.
+type reduced struct {
+	pts      *kmeans.Points
+	words, w uint64
+	lo, hi   []int32
+	total    uint64
+}
+
+// reducedSets are the reduced sets of the last few Reduce calls not yet
+// opened: a run reduces, then opens a session on the parts, and runs on
+// other goroutines may do the same meanwhile.
+type reducedSets struct {
+	mu   sync.Mutex
+	sets []*reduced
+}
+
+// reducedKept is the most reduced sets kept: the oldest gives way.
+const reducedKept = 4
+
+// keep adds r, freeing the oldest set beyond reducedKept (the context's
+// thread).
+func (rs *reducedSets) keep(b *Backend, r *reduced) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(rs.sets) == reducedKept {
+		rs.sets[0].free(b)
+		rs.sets = append(rs.sets[:0], rs.sets[1:]...)
+	}
+	rs.sets = append(rs.sets, r)
+}
+
+// take removes and returns the set of pts, or nil.
+func (rs *reducedSets) take(pts *kmeans.Points) *reduced {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for i, r := range rs.sets {
+		if r.pts == pts {
+			rs.sets = append(rs.sets[:i], rs.sets[i+1:]...)
+			return r
 		}
 	}
-	return red, nil
+	return nil
+}
+
+// drain frees every set kept (the context's thread).
+func (rs *reducedSets) drain(b *Backend) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.sets {
+		r.free(b)
+	}
+	rs.sets = nil
+}
+
+// free gives r's device buffers back (the context's thread).
+func (r *reduced) free(b *Backend) {
+	b.free(r.words)
+	b.free(r.w)
+	r.words, r.w = 0, 0
+}
+
+// reducedLayout returns the layout of the points of r, a set Reduce made,
+// and whether a session adopts r's words and weights: where planLayout
+// would choose fmtP16 and decide it from the sampled steps alone.
+func reducedLayout(r *reduced) (layout, bool) {
+	L := boxLayout(r.pts, r.lo, r.hi)
+	if !L.fast {
+		return L, false
+	}
+	sampled := L.sampleSteps(r.pts)
+	if !L.stepsDecided(sampled) {
+		return L, false
+	}
+	L.setSteps(sampled)
+	return L, L.fmt == fmtP16
 }
 
 var _ kmeans.Reducer = (*Backend)(nil)

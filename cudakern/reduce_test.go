@@ -1,6 +1,7 @@
 package cudakern
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"unsafe"
@@ -15,16 +17,20 @@ import (
 	"github.com/kquant/kquant/kmeans"
 )
 
-// TestReduceLayouts: rdPart and rdParams are laid out as RdPart and
-// RdParams of kernels.cu (their static_asserts).
+// TestReduceLayouts: rdPart, rdParams and rdScal are laid out as RdPart,
+// RdParams and RdScal of kernels.cu (their static_asserts).
 func TestReduceLayouts(t *testing.T) {
 	var pt rdPart
 	var p rdParams
+	var sc rdScal
 	if unsafe.Sizeof(pt) != 32 || unsafe.Offsetof(pt.State) != 16 || unsafe.Offsetof(pt.NeedL) != 28 {
 		t.Errorf("rdPart: size %d, State at %d, NeedL at %d; want 32, 16, 28", unsafe.Sizeof(pt), unsafe.Offsetof(pt.State), unsafe.Offsetof(pt.NeedL))
 	}
-	if unsafe.Sizeof(p) != 152 || unsafe.Offsetof(p.N) != 96 || unsafe.Offsetof(p.G) != 120 || unsafe.Offsetof(p.Lo) != 136 {
-		t.Errorf("rdParams: size %d, N at %d, G at %d, Lo at %d; want 152, 96, 120, 136", unsafe.Sizeof(p), unsafe.Offsetof(p.N), unsafe.Offsetof(p.G), unsafe.Offsetof(p.Lo))
+	if unsafe.Sizeof(p) != 160 || unsafe.Offsetof(p.N) != 104 || unsafe.Offsetof(p.G) != 128 || unsafe.Offsetof(p.Lo) != 144 {
+		t.Errorf("rdParams: size %d, N at %d, G at %d, Lo at %d; want 160, 104, 128, 144", unsafe.Sizeof(p), unsafe.Offsetof(p.N), unsafe.Offsetof(p.G), unsafe.Offsetof(p.Lo))
+	}
+	if unsafe.Sizeof(sc) != 48 || unsafe.Offsetof(sc.Lo) != 8 || unsafe.Offsetof(sc.Hi) != 24 || unsafe.Offsetof(sc.Total) != 40 {
+		t.Errorf("rdScal: size %d, Lo at %d, Hi at %d, Total at %d; want 48, 8, 24, 40", unsafe.Sizeof(sc), unsafe.Offsetof(sc.Lo), unsafe.Offsetof(sc.Hi), unsafe.Offsetof(sc.Total))
 	}
 }
 
@@ -717,5 +723,191 @@ func BenchmarkReduce(b *testing.B) {
 			})
 		}
 		sess.Close()
+	}
+}
+
+// TestReducedOpen: a session on a reduced set that Reduce made stores
+// it as a session on a copy of it does (the host's Extent, layout and
+// upload): the same layout, point words and weights, and the same
+// statistics of an Assign; where the layout is fmtP16 it takes the
+// device's words and weights (every image's reduced set of fewer parts
+// than colours), else the host's. Reduce keeps its last reducedKept sets unopened, not more.
+func TestReducedOpen(t *testing.T) {
+	g := gpu(t)
+	type input struct {
+		name    string
+		p       *kmeans.Points
+		targets []int
+		images  bool // the device must pack every fmtP16 reduced set
+	}
+	var in []input
+	for _, c := range reduceInputs() {
+		in = append(in, input{c.name, c.p, c.targets, false})
+	}
+	for _, name := range []string{"smarties.png", "home.jpg", "graf1.png", "altai-5120.png"} {
+		if _, err := os.Stat(filepath.Join(imagesDir(), name)); err != nil {
+			t.Log(err)
+			continue
+		}
+		colors, counts, _ := UniqueRGB(loadPixels(t, name))
+		in = append(in, input{name, colourPoints(colors, counts, "rgb"), []int{kmeans.DefaultCoarse, 8192, 256}, true})
+	}
+	opt := kmeans.SessionOptions{MaxK: 64, Algorithm: kmeans.Auto}
+	rng := rand.New(rand.NewPCG(3, 4))
+	adopted := 0
+	for _, c := range in {
+		full, err := g.Open(c.p, kmeans.SessionOptions{MaxK: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, target := range c.targets {
+			red, err := g.Reduce(full, target)
+			if err != nil {
+				t.Fatalf("%s, target %d: %v", c.name, target, err)
+			}
+			if red == nil || red.Len() == 0 {
+				continue
+			}
+			name := fmt.Sprintf("%s, target %d", c.name, target)
+			copied := &kmeans.Points{Dim: red.Dim, Coords: slices.Clone(red.Coords), Weights: slices.Clone(red.Weights)}
+			ks := centroidSets(rng, copied, 1, 7, min(64, red.Len()))
+			got := openReduced(t, g, red, opt, ks)
+			want := openReduced(t, g, copied, opt, ks)
+			if want.adopted {
+				t.Fatalf("%s: a copy of the reduced set took the device's words", name)
+			}
+			if got.adopted {
+				adopted++
+			} else if c.images && want.L.fmt == fmtP16 {
+				t.Errorf("%s: the session did not take the device's fmtP16 words", name)
+			}
+			if msg := sameOpen(got, want); msg != "" {
+				t.Errorf("%s (%d parts, adopted %v): %s", name, red.Len(), got.adopted, msg)
+			}
+		}
+		full.Close()
+	}
+	if adopted == 0 {
+		t.Error("no session took the device's words")
+	}
+
+	// the last reducedKept sets stay, the oldest gives way
+	p := clusteredColours(9, 30000, [3]int32{8, 8, 8})
+	full, err := g.Open(p, kmeans.SessionOptions{MaxK: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	var reds []*kmeans.Points
+	for range reducedKept + 1 {
+		red, err := g.Reduce(full, 8192)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reds = append(reds, red)
+	}
+	for i, red := range reds {
+		got := openReduced(t, g, red, opt, nil)
+		if got.adopted != (i > 0) {
+			t.Errorf("the set of Reduce %d of %d: adopted %v", i+1, len(reds), got.adopted)
+		}
+		if again := openReduced(t, g, red, opt, nil); again.adopted {
+			t.Errorf("the set of Reduce %d opened again took the device's words", i+1)
+		}
+	}
+}
+
+// openedSession is what openReduced found of a session.
+type openedSession struct {
+	adopted bool
+	L       layout
+	words   []uint32 // the point words of a fast layout
+	weights []uint32
+	stats   []kmeans.Stats // of an Assign of each centroid set
+}
+
+// openReduced opens a session of g on pts and reads back its layout,
+// point words, weights and the statistics of an Assign of each of sets.
+func openReduced(t *testing.T, g *Backend, pts *kmeans.Points, opt kmeans.SessionOptions, sets [][]int32) openedSession {
+	t.Helper()
+	ks, err := g.Open(pts, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ks.Close()
+	s := ks.(*session)
+	o := openedSession{adopted: s.adopted, L: s.L, weights: make([]uint32, s.L.npad)}
+	if s.L.fast {
+		o.words = make([]uint32, s.L.npad*(1+s.L.fmt))
+	}
+	err = g.w.do(func() error {
+		if o.words != nil {
+			if err := g.dtoh(unsafe.Pointer(&o.words[0]), s.dPts, 4*len(o.words)); err != nil {
+				return err
+			}
+		}
+		return g.dtoh(unsafe.Pointer(&o.weights[0]), s.dW, 4*len(o.weights))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range sets {
+		k := len(c) / pts.Dim
+		var st kmeans.Stats
+		st.Reset(k, pts.Dim)
+		if err := ks.Assign(context.Background(), c, &st); err != nil {
+			t.Fatal(err)
+		}
+		o.stats = append(o.stats, st)
+	}
+	return o
+}
+
+// sameOpen says how two sessions' layouts, words, weights and statistics
+// differ ("" where they do not).
+func sameOpen(got, want openedSession) string {
+	switch {
+	case !reflect.DeepEqual(got.L, want.L):
+		return fmt.Sprintf("layout %+v, want %+v", got.L, want.L)
+	case !slices.Equal(got.words, want.words):
+		i := 0
+		for i < len(got.words) && got.words[i] == want.words[i] {
+			i++
+		}
+		return fmt.Sprintf("word %d of %d differs", i, len(got.words))
+	case !slices.Equal(got.weights, want.weights):
+		return "other weights"
+	case !reflect.DeepEqual(got.stats, want.stats):
+		return "other statistics"
+	}
+	return ""
+}
+
+// TestReducedSets: Reduce's sets are found by their points, once each,
+// and the oldest gives way beyond reducedKept.
+func TestReducedSets(t *testing.T) {
+	var b Backend
+	var rs reducedSets
+	var pts []*kmeans.Points
+	for range reducedKept + 2 {
+		p := &kmeans.Points{Dim: 3}
+		pts = append(pts, p)
+		rs.keep(&b, &reduced{pts: p})
+	}
+	if got := rs.take(&kmeans.Points{Dim: 3}); got != nil {
+		t.Error("a set of other points was found")
+	}
+	for i, p := range pts {
+		if got := rs.take(p); (got != nil) != (i >= 2) || got != nil && got.pts != p {
+			t.Errorf("set %d of %d: found %v", i+1, len(pts), got != nil)
+		}
+		if rs.take(p) != nil {
+			t.Errorf("set %d found twice", i+1)
+		}
+	}
+	rs.keep(&b, &reduced{pts: pts[0]})
+	rs.drain(&b)
+	if rs.take(pts[0]) != nil {
+		t.Error("a set was found after drain")
 	}
 }
