@@ -3,11 +3,13 @@ package cudakern
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/trace"
 	"slices"
 	"testing"
@@ -1117,4 +1119,127 @@ func BenchmarkOpen(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkLaunchCost: the host's time of each driver call that a
+// breath started on the device makes (speculate), 32 calls a job timed
+// alone (the device's work waited for after): a kernel launch (kq_rd_init
+// of no points), a cooperative launch with its barrier's memset
+// (kq_grid_sync_test of no rounds), the memset alone, a 4 KiB read-back
+// into page-locked memory and an event; and, for a graph in their place,
+// the launch of a graph of 8 such kernels and the same with each node's
+// parameters set first (cuGraphExecKernelNodeSetParams). (H100 host,
+// session 32: 4.2–7.7, 6.2–10, 2.0–3.3, 1.9–4.4, 0.7–2.3 µs; a graph
+// 2.8–4.1, updated 7–15. Such a graph of a breath's launches cut their
+// host time by a quarter, but lengthened breathing on the device: see
+// bench/cuda/NOTES.md, round 29.)
+func BenchmarkLaunchCost(b *testing.B) {
+	g := gpu(b)
+	a := g.a
+	var dev uint64
+	var host unsafe.Pointer
+	var ev uintptr
+	err := g.w.do(func() error {
+		var err error
+		if dev, err = g.alloc(1 << 16); err != nil {
+			return err
+		}
+		if err := g.memset32(dev, 0, 1<<14); err != nil {
+			return err
+		}
+		if a.cuMemHostAlloc == nil || a.cuMemHostAlloc(unsafe.Pointer(&host), 1<<16, 0) != 0 {
+			return errors.New("no page-locked memory")
+		}
+		return a.check("cuEventCreate", a.cuEventCreate(unsafe.Pointer(&ev), eventDisableTiming))
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.w.do(func() error { g.free(dev); a.cuMemFreeHost(host); a.cuEventDestroy(ev); return nil })
+	rp := &rdParams{Src: dev}
+	sp := &struct {
+		Bar, Count     uint64
+		Rounds, Unused int32
+	}{Bar: dev + 16384, Count: dev + 16392}
+	// the graph: 8 kq_rd_init nodes one after the other
+	const nodes = 8
+	var gr, exec uintptr
+	var nodeIDs [nodes]uintptr
+	argv := new([1]unsafe.Pointer)
+	argv[0] = unsafe.Pointer(rp)
+	np := &kernelNodeParams{fn: g.fn[kRdInit], grid: [3]uint32{1, 1, 1}, block: [3]uint32{256, 1, 1}, params: unsafe.Pointer(argv)}
+	haveGraph := g.hasGraphs() && a.cuGraphExecKernelNodeSetParams != nil
+	if haveGraph {
+		err := g.w.do(func() error {
+			if err := a.check("cuGraphCreate", a.cuGraphCreate(unsafe.Pointer(&gr), 0)); err != nil {
+				return err
+			}
+			for i := range nodes {
+				deps, nd := unsafe.Pointer(nil), uint64(0)
+				if i > 0 {
+					deps, nd = unsafe.Pointer(&nodeIDs[i-1]), 1
+				}
+				if err := a.check("cuGraphAddKernelNode", a.cuGraphAddKernelNode(unsafe.Pointer(&nodeIDs[i]), gr, deps, nd, unsafe.Pointer(np))); err != nil {
+					return err
+				}
+			}
+			return a.check("cuGraphInstantiateWithFlags", a.cuGraphInstantiateWithFlags(unsafe.Pointer(&exec), gr, 0))
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.w.do(func() error { a.cuGraphExecDestroy(exec); a.cuGraphDestroy(gr); return nil })
+	}
+	cases := []struct {
+		name  string
+		graph bool
+		f     func() error
+	}{
+		{"launch-160B", false, func() error { return g.launch(kRdInit, 1, 256, 0, unsafe.Pointer(rp)) }},
+		{"coop+memset", false, func() error { return g.launchCoop(kSyncTest, 1, 256, 0, unsafe.Pointer(sp), sp.Bar) }},
+		{"memset", false, func() error { return g.memset32(sp.Bar, 0, 1) }},
+		{"dtoh-async-4k", false, func() error {
+			return a.check("cuMemcpyDtoHAsync", a.cuMemcpyDtoHAsync(host, dev, 4096, 0))
+		}},
+		{"event", false, func() error { return a.check("cuEventRecord", a.cuEventRecord(ev, 0)) }},
+		{"graph-8", true, func() error { return g.launchChain(chain{g: gr, exec: exec}) }},
+		{"graph-8-set", true, func() error {
+			for _, n := range nodeIDs {
+				if err := a.check("cuGraphExecKernelNodeSetParams", a.cuGraphExecKernelNodeSetParams(exec, n, unsafe.Pointer(np))); err != nil {
+					return err
+				}
+			}
+			return g.launchChain(chain{g: gr, exec: exec})
+		}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			if c.graph && !haveGraph {
+				b.Skip("no graphs")
+			}
+			if c.name == "coop+memset" && !g.coop {
+				b.Skip("no cooperative launches")
+			}
+			const calls = 32
+			var spent time.Duration
+			for b.Loop() {
+				err := g.w.do(func() error {
+					t0 := time.Now()
+					for range calls {
+						if err := c.f(); err != nil {
+							return err
+						}
+					}
+					spent += time.Since(t0)
+					return g.sync()
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(spent.Nanoseconds())/1000/float64(calls*b.N), "us/call")
+		})
+	}
+	runtime.KeepAlive(argv)
+	runtime.KeepAlive(np)
 }

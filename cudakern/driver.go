@@ -110,6 +110,9 @@ type driverAPI struct {
 	cuGraphLaunch               func(exec uintptr, stream uintptr) int32
 	cuGraphExecDestroy          func(exec uintptr) int32
 	cuGraphDestroy              func(g uintptr) int32
+	// a graph's kernel node given new parameters (CUDA_KERNEL_NODE_PARAMS
+	// v1; BenchmarkLaunchCost)
+	cuGraphExecKernelNodeSetParams func(exec, node uintptr, params unsafe.Pointer) int32
 	// cooperative launches (optional: kernels with grid barriers unused without)
 	cuLaunchCooperativeKernel func(fn uintptr, gx, gy, gz, bx, by, bz, smem uint32, stream uintptr, params unsafe.Pointer) int32
 }

@@ -104,6 +104,7 @@ func openDriver(path string) (*driverAPI, error) {
 		{&a.cuGraphLaunch, "cuGraphLaunch"},
 		{&a.cuGraphExecDestroy, "cuGraphExecDestroy"},
 		{&a.cuGraphDestroy, "cuGraphDestroy"},
+		{&a.cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams"}, // v1
 	}
 	for _, f := range optional {
 		if _, err := purego.Dlsym(h, f.name); err == nil {

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Session 32, second call: the breath after next started on the device
+# (kq_br_grow, predict). Rebuilds the fatbin (gzipped into $OUT), runs
+# every cudakern test on it, then Go traces of 100 default k = 256 runs
+# on home, graf1 and altai (BenchmarkRunStages), 2 rounds alternating
+# 0f48d4e (cudakern-old.test, its embedded fatbin: the reduced set opened
+# on the device), this tree, and this tree with KQUANT_CUDA_PREDICT=off.
+# Binaries: .gpu/s32/b.tgz; images .gpu/s32/imgs; carry [".gpu/s32"].
+set -u
+R=$PWD; O=$OUT; mkdir -p /tmp/b; tar xzf $R/.gpu/s32/b.tgz -C /tmp/b; B=/tmp/b
+export KQUANT_IMAGES=$R/.gpu/s32/imgs
+t0=$(date +%s); el() { echo $(( $(date +%s)-t0 )); }
+rm -rf /tmp/g; mkdir -p /tmp/g
+OUT=/tmp/build STEPS=build GPU=/tmp/b sh scripts/gpu-check.sh > /tmp/g/build.txt 2>&1
+echo "build rc=$? $(el) s: $(tail -1 /tmp/g/build.txt)"
+gzip -c cudakern/kernels.fatbin > $O/kernels.fatbin.gz; cp cudakern/kernels.fatbin.sha256 $O/
+F=$R/cudakern/kernels.fatbin
+(cd cudakern && KQUANT_FATBIN=$F timeout 230 $B/cudakern.test -test.v -test.timeout 220s) > /tmp/g/tests.log 2>&1
+echo "tests rc=$? $(el) s: $(grep -c '^--- PASS' /tmp/g/tests.log) pass, $(grep -c '^--- FAIL' /tmp/g/tests.log) fail, $(grep -c '^--- SKIP' /tmp/g/tests.log) skip, $(grep -c identical /tmp/g/tests.log) identical"
+grep -E '^--- FAIL|panic|_test.go' /tmp/g/tests.log | grep -v "breaths out taken" | head -20
+grep -E 'predicted' /tmp/g/tests.log | head -50
+for r in 1 2; do
+	for v in old new off; do
+		t=cudakern.test; [ $v = old ] && t=cudakern-old.test
+		P=on; [ $v = off ] && P=off
+		for img in home.jpg graf1.png altai-5120.png; do
+			(cd cudakern && KQUANT_CUDA_PREDICT=$P KQUANT_FATBIN=$([ $v != old ] && echo $F) timeout 60 $B/$t -test.run '^$' -test.bench "BenchmarkRunStages/$img/k=256\$" -test.benchtime 100x -test.trace /tmp/g/trace-$img-$v-$r.out) > /tmp/g/trace-$img-$v-$r.log 2>&1 || echo "$img $v $r failed"
+		done
+		echo "traces $v $r $(el) s"
+	done
+done
+cp /tmp/g/tests.log $O/
+tar czf /tmp/c2.tgz -C /tmp/g .
+split -b 15m /tmp/c2.tgz $O/c2.tgz.
+ls -la $O
