@@ -408,7 +408,24 @@ func (L *layout) packColours(pts *kmeans.Points, out []uint32) [3]uint64 {
 		var ors uint64 // the three ORs, 21 bits apart (offsets are below 2¹²)
 		c := pts.Coords[3*a : 3*b]
 		w := out[a:b]
-		for i := range w {
+		// four points a step, one bounds check each for their twelve
+		// coordinates and four words (graf1's 232 k colours: 450 → 330 µs
+		// on one core of the 2-core VM)
+		i := 0
+		for ; i+4 <= len(w); i += 4 {
+			x := c[3*i : 3*i+12 : 3*i+12]
+			d0, d1, d2 := uint32(x[0])-lo0, uint32(x[1])-lo1, uint32(x[2])-lo2
+			e0, e1, e2 := uint32(x[3])-lo0, uint32(x[4])-lo1, uint32(x[5])-lo2
+			f0, f1, f2 := uint32(x[6])-lo0, uint32(x[7])-lo1, uint32(x[8])-lo2
+			g0, g1, g2 := uint32(x[9])-lo0, uint32(x[10])-lo1, uint32(x[11])-lo2
+			ors |= uint64(d0|e0|f0|g0) | uint64(d1|e1|f1|g1)<<21 | uint64(d2|e2|f2|g2)<<42
+			v := w[i : i+4 : i+4]
+			v[0] = d0>>s0 | d1>>s1<<8 | d2>>s2<<16
+			v[1] = e0>>s0 | e1>>s1<<8 | e2>>s2<<16
+			v[2] = f0>>s0 | f1>>s1<<8 | f2>>s2<<16
+			v[3] = g0>>s0 | g1>>s1<<8 | g2>>s2<<16
+		}
+		for ; i < len(w); i++ {
 			x := c[3*i : 3*i+3 : 3*i+3]
 			d0, d1, d2 := uint32(x[0])-lo0, uint32(x[1])-lo1, uint32(x[2])-lo2
 			ors |= uint64(d0) | uint64(d1)<<21 | uint64(d2)<<42

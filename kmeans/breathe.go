@@ -329,11 +329,13 @@ const breatheGain = 3e-4
 // order (least utility first) but never two neighbours in one breath:
 // removing a centroid freezes those within 1.1 times the distance to its
 // nearest other centroid. If freezing leaves fewer than n, the rest are
-// taken in order among the frozen.
+// taken in order among the frozen. Each removal measures its distances
+// to the others once (dists); the rule compares them twice.
 func remove(m *Model, order *ranking, n int) []bool {
 	k := m.K()
 	frozen := make([]bool, k)
 	removed := make([]bool, k)
+	d := make([]uint64, k)
 	for r := 0; n > 0; r++ {
 		c := order.at(r)
 		if c < 0 {
@@ -344,16 +346,16 @@ func remove(m *Model, order *ranking, n int) []bool {
 		}
 		removed[c] = true
 		n--
-		cc := m.Centroid(c)
+		dists(d, m.Centroids, m.Dim, c)
 		nn := uint64(math.MaxUint64)
-		for o := range k {
+		for o, v := range d {
 			if o != c {
-				nn = min(nn, Dist(cc, m.Centroid(o)))
+				nn = min(nn, v)
 			}
 		}
 		lim := 1.21 * float64(nn)
-		for o := range k {
-			if o != c && float64(Dist(cc, m.Centroid(o))) <= lim {
+		for o, v := range d {
+			if o != c && float64(v) <= lim {
 				frozen[o] = true
 			}
 		}
@@ -369,6 +371,27 @@ func remove(m *Model, order *ranking, n int) []bool {
 		}
 	}
 	return removed
+}
+
+// dists sets d[o] to Dist of centroids c and o of cent (dimension dim),
+// for every o; colours (dim 3) with the axes in registers. (remove's
+// two passes of Dist took 20 µs of a breath at k = 261 on the 2-core VM
+// of bench/README.md.)
+func dists(d []uint64, cent []int32, dim, c int) {
+	if dim == 3 {
+		x := cent[3*c : 3*c+3 : 3*c+3]
+		x0, x1, x2 := int64(x[0]), int64(x[1]), int64(x[2])
+		for o := range d {
+			y := cent[3*o : 3*o+3 : 3*o+3]
+			d0, d1, d2 := int64(y[0])-x0, int64(y[1])-x1, int64(y[2])-x2
+			d[o] = uint64(d0*d0) + uint64(d1*d1) + uint64(d2*d2)
+		}
+		return
+	}
+	x := cent[c*dim : (c+1)*dim]
+	for o := range d {
+		d[o] = Dist(x, cent[o*dim:(o+1)*dim])
+	}
 }
 
 // lloydAhead is r.lloyd for a run whose result (the centroids of its last
