@@ -323,3 +323,22 @@ func BenchmarkLayout(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPackColours: the fmtP8 words of the deduplicated colours of
+// graf1 in RGB (steps of 8, a shift each), on the benchmark's cores.
+func BenchmarkPackColours(b *testing.B) {
+	colors, counts, _ := UniqueRGB(loadPixels(b, "graf1.png"))
+	pts := colourPoints(colors, counts, "rgb")
+	lo, hi, _, err := pts.Extent()
+	if err != nil {
+		b.Fatal(err)
+	}
+	L, _ := planLayout(pts, lo, hi, nil)
+	if L.fmt != fmtP8 {
+		b.Fatalf("format %d, want fmtP8", L.fmt)
+	}
+	out := make([]uint32, L.npad)
+	for b.Loop() {
+		L.packColours(pts, out)
+	}
+}

@@ -374,9 +374,9 @@ func remove(m *Model, order *ranking, n int) []bool {
 }
 
 // dists sets d[o] to Dist of centroids c and o of cent (dimension dim),
-// for every o; colours (dim 3) with the axes in registers. (remove's
-// two passes of Dist took 20 µs of a breath at k = 261 on the 2-core VM
-// of bench/README.md.)
+// for every o; colours (dim 3) with the axes in registers. (remove with
+// two passes of Dist a removal took 14–16 µs a breath at k = 261 on the
+// 2-core VM of bench/README.md, 10–12 so: BenchmarkBreathRemove.)
 func dists(d []uint64, cent []int32, dim, c int) {
 	if dim == 3 {
 		x := cent[3*c : 3*c+3 : 3*c+3]

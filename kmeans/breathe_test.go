@@ -173,3 +173,21 @@ func BenchmarkBreathPlan(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBreathRemove: a breath out's choice of the centroids to remove
+// (remove, with its ranking of the utilities) at k = 261 colours, depth 5.
+func BenchmarkBreathRemove(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	k, dim := 261, 3
+	m := &Model{Dim: dim, Centroids: make([]int32, k*dim), Counts: make([]uint64, k)}
+	for i := range m.Centroids {
+		m.Centroids[i] = int32(rng.IntN(2040))
+	}
+	util := make([]uint64, k)
+	for i := range util {
+		util[i] = rng.Uint64N(1 << 30)
+	}
+	for b.Loop() {
+		remove(m, rankBy(util, 0, k, false), DefaultBreathe)
+	}
+}
