@@ -41,12 +41,14 @@ func gpuDefaults() map[kmeans.Algorithm]kmeans.Cost {
 	}
 }
 
-func newAuto(s *session, total uint64) *auto {
-	n, dim, k := s.L.n, s.L.dim, s.capK
+// newAuto is the hybrid of a session of b on n points of dimension dim
+// and total weight total, for up to k clusters, whose points the
+// tensor-core kernel takes if fast. It reads nothing of the session, so
+// that Open may make it while it packs the points.
+func newAuto(b *Backend, n, dim int, fast bool, k int, total uint64) *auto {
 	var cands []kmeans.Algorithm
 	var start kmeans.Algorithm
 	var why string
-	fast := s.allowFast && s.L.fast
 	if fast {
 		cands = []kmeans.Algorithm{kmeans.GEMM, kmeans.WuHong, kmeans.Bounds}
 		start = kmeans.GEMM
@@ -62,7 +64,7 @@ func newAuto(s *session, total uint64) *auto {
 	}
 	a := &auto{total: total}
 	a.hy = kmeans.NewHybrid(kmeans.HybridConfig{
-		Key: s.b.CostKey(0), N: n, Dim: dim, Candidates: cands, Start: start, Why: why,
+		Key: b.CostKey(0), N: n, Dim: dim, Candidates: cands, Start: start, Why: why,
 		Defaults: gpuDefaults(), K: k,
 		SwitchCost: func(from, to kmeans.Algorithm, h *kmeans.Hybrid) float64 {
 			if to == kmeans.Bounds {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/trace"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -84,10 +85,13 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 	if red != nil {
 		s.L, adopt = reducedLayout(red)
 	}
+	s.capK = max(opt.MaxK, 1)
+	s.label32 = s.capK > 65535
 	// the point words and weights go through the Backend's page-locked
 	// staging where it is free (hostStage)
 	var ub *upBuf
-	if n := pts.Len(); n > 0 && !adopt {
+	n := pts.Len()
+	if n > 0 && !adopt {
 		b.w.poke() // the upload follows the packing
 		npad := padded(n)
 		need := 0
@@ -102,33 +106,47 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 			ub = &upBuf{mem: st.mem}
 		}
 	}
+	// beside the packing, on a goroutine of its own: the weights into the
+	// staging (where the device's thread would copy them alone: 85 µs of
+	// graf1's 232 k colours on the H100 host, session 20; on all cores
+	// after the packing 65–167 µs, session 32), the padding points
+	// weighing nothing (a staging holds old data); and Auto's model, which
+	// needs only the box's verdict on the fast kernels
+	var weights []uint32
+	var side sync.WaitGroup
+	if n > 0 && !adopt {
+		if w := pts.Weights; w != nil && ub.room(padded(n)) {
+			weights = ub.words(padded(n), n)
+			side.Go(func() {
+				defer trace.StartRegion(context.Background(), "cudakern.weights").End()
+				copy(weights, w)
+			})
+		}
+		if opt.Algorithm == kmeans.Auto {
+			fast := boxLayout(pts, lo, hi).fast
+			side.Go(func() {
+				defer trace.StartRegion(context.Background(), "cudakern.auto").End()
+				s.hy = newAuto(b, n, pts.Dim, s.allowFast && fast, s.capK, total)
+			})
+		}
+	}
 	var words []uint32
 	if !adopt {
 		rg := trace.StartRegion(context.Background(), "cudakern.layout")
 		s.L, words = planLayout(pts, lo, hi, ub)
 		rg.End()
 	}
-	s.capK = max(opt.MaxK, 1)
-	s.label32 = s.capK > 65535
+	side.Wait()
 	if opt.Algorithm == kmeans.Auto {
-		rg := trace.StartRegion(context.Background(), "cudakern.auto")
-		s.hy = newAuto(s, total)
+		if s.hy == nil {
+			rg := trace.StartRegion(context.Background(), "cudakern.auto")
+			s.hy = newAuto(b, s.L.n, s.L.dim, s.allowFast && s.L.fast, s.capK, total)
+			rg.End()
+		}
 		s.cur = s.hy.Current()
-		rg.End()
 	}
 	if s.L.n == 0 {
 		return s, nil
-	}
-	// the weights into the staging here, on all cores, where the device's
-	// thread would copy them alone (85 µs of graf1's 232 k colours on the
-	// H100 host, session 20); the padding points weigh nothing (a staging
-	// holds old data)
-	var weights []uint32
-	if w := pts.Weights; w != nil && !adopt && ub.room(s.L.npad) {
-		rg := trace.StartRegion(context.Background(), "cudakern.weights")
-		weights = ub.words(s.L.npad, s.L.n)
-		parallelRange(s.L.n, func(a, b int) { copy(weights[a:b], w[a:b]) })
-		rg.End()
 	}
 	rg := trace.StartRegion(context.Background(), "cudakern.upload")
 	defer rg.End()
