@@ -165,6 +165,7 @@ const (
 	kRdSelect    = "kq_rd_select"
 	kRdScatter   = "kq_rd_scatter"
 	kRdFinish    = "kq_rd_finish"
+	kRdCount     = "kq_rd_count"
 	kRdCompact   = "kq_rd_compact"
 	kRdPack16    = "kq_rd_pack16"
 	kBrShrink    = "kq_br_shrink"
@@ -195,7 +196,7 @@ var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP
 	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16, kLoopFastP8Timed, kLoopFastP16Timed, kLoopFastP8M2, kLoopFastP16M2,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather, kWidenU16,
-	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCompact, kRdPack16, kBrShrink}
+	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCount, kRdCompact, kRdPack16, kBrShrink}
 
 // Backend runs k-means assignment on one CUDA device. It implements
 // kmeans.Backend, and offers colour deduplication and remapping on the

@@ -4032,6 +4032,7 @@ struct RdParams {
     u64 outw;    // u32 [parts]
     u64 scal;    // RdScal
     u64 words;   // u32 [2][npad] fmtP16 words of the parts (kq_rd_pack16)
+    u64 counts;  // u32 [slots/RD_CSLOTS]: each kq_rd_compact block's parts (kq_rd_count)
     int n, dim, level, depth;
     int tpp;     // tiles per part at this level
     int pad0;
@@ -4039,7 +4040,7 @@ struct RdParams {
     int lo[4];   // the coordinate of step 0 of each axis
 };
 
-static_assert(sizeof(RdParams) == 160, "RdParams layout");
+static_assert(sizeof(RdParams) == 168, "RdParams layout");
 
 // RdScal is what kq_rd_compact says of the parts besides them: how many,
 // whether one weighs more than a u32 (then none is written), the least and
@@ -4381,60 +4382,84 @@ extern "C" __global__ void __launch_bounds__(256) kq_rd_finish(const RdParams p)
     }
 }
 
-// kq_rd_compact: one block of 1024 threads. The slots that weigh
-// anything, in order, become the parts: the weight and the weighted mean
-// of the coordinates, rounded half up (kmeans' roundDiv).
-extern "C" __global__ void __launch_bounds__(1024) kq_rd_compact(const RdParams p) {
+// kq_rd_count and kq_rd_compact: a block a 1024 slots (RD_CSLOTS). The
+// slots that weigh anything, in order, become the parts: the weight and
+// the weighted mean of the coordinates, rounded half up (kmeans'
+// roundDiv). kq_rd_count counts each block's parts and sets the scalars
+// up; kq_rd_compact's blocks take the parts of the blocks before them as
+// their base, scan their own, write them, and add their bounds and weight
+// to the scalars. (One block scanning 1024 slots a round took 78 µs of
+// graf1's 32 768 under ncu; a run of slots a thread, its writes scattered,
+// 216.)
+
+#define RD_CSLOTS 1024
+
+extern "C" __global__ void __launch_bounds__(RD_CSLOTS) kq_rd_count(const RdParams p) {
+    const int slots = 1 << p.depth, st = 1 + p.dim, s = blockIdx.x * RD_CSLOTS + threadIdx.x;
+    const u32 f = s < slots && ((const u64*)p.sums)[(size_t)s * st] != 0;
+    const int n = __syncthreads_count(f);
+    if (threadIdx.x == 0) {
+        ((u32*)p.counts)[blockIdx.x] = n;
+        if (blockIdx.x == 0) {
+            RdScal* sc = (RdScal*)p.scal;
+            sc->parts = 0, sc->heavy = 0, sc->total = 0;
+            for (int j = 0; j < 4; j++) sc->lo[j] = 0x7fffffff, sc->hi[j] = -0x7fffffff - 1;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(RD_CSLOTS) kq_rd_compact(const RdParams p) {
     __shared__ u32 ws[32];
+    __shared__ u32 sbase;
     __shared__ int blo[32][4], bhi[32][4];
     __shared__ u64 btot[32];
     const u64* sums = (const u64*)p.sums;
     const int slots = 1 << p.depth, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, st = 1 + p.dim;
-    u32 base = 0;
+    const int s = blockIdx.x * RD_CSLOTS + tid;
+    if (warp == 0) {  // the parts of the blocks before
+        u32 v = 0;
+        for (int i = lane; i < (int)blockIdx.x; i += 32) v += ((const u32*)p.counts)[i];
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if (lane == 0) sbase = v;
+    }
+    const u64 w = s < slots ? sums[(size_t)s * st] : 0;
+    const u32 f = w != 0;
+    u32 x = f;
+    for (int o = 1; o < 32; o <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) ws[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        u32 y = ws[lane];
+        for (int o = 1; o < 32; o <<= 1) {
+            const u32 z = __shfl_up_sync(0xffffffffu, y, o);
+            if (lane >= o) y += z;
+        }
+        ws[lane] = y;
+    }
+    __syncthreads();
+    const u32 at = sbase + (warp ? ws[warp - 1] : 0) + x - f;
     bool heavy = false;
     int lo[4] = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff}, hi[4] = {-0x7fffffff - 1, -0x7fffffff - 1, -0x7fffffff - 1, -0x7fffffff - 1};
     u64 tot = 0;
-    for (int s0 = 0; s0 < slots; s0 += 1024) {
-        const int s = s0 + tid;
-        const u64 w = s < slots ? sums[(size_t)s * st] : 0;
-        const u32 f = w != 0;
-        u32 x = f;
-        for (int o = 1; o < 32; o <<= 1) {
-            const u32 y = __shfl_up_sync(0xffffffffu, x, o);
-            if (lane >= o) x += y;
-        }
-        if (lane == 31) ws[warp] = x;
-        __syncthreads();
-        if (warp == 0) {
-            u32 y = ws[lane];
-            for (int o = 1; o < 32; o <<= 1) {
-                const u32 z = __shfl_up_sync(0xffffffffu, y, o);
-                if (lane >= o) y += z;
-            }
-            ws[lane] = y;
-        }
-        __syncthreads();
-        const u32 pre = (warp ? ws[warp - 1] : 0) + x - f, tot_f = ws[31];
-        __syncthreads();
-        if (f) {
-            const u32 o = base + pre;
-            if (w > 0xffffffffull) {
-                heavy = true;
-            } else {
-                ((u32*)p.outw)[o] = (u32)w;
-                tot += w;
+    if (f) {
+        if (w > 0xffffffffull) {
+            heavy = true;
+        } else {
+            ((u32*)p.outw)[at] = (u32)w;
+            tot = w;
 #pragma unroll
-                for (int j = 0; j < 4; j++)
-                    if (j < p.dim) {
-                        const int c = round_div((i64)p.lo[j] * (i64)w + (i64)p.g[j] * (i64)sums[(size_t)s * st + 1 + j], w);
-                        ((int*)p.outc)[(size_t)o * p.dim + j] = c;
-                        lo[j] = min(lo[j], c), hi[j] = max(hi[j], c);
-                    }
-            }
+            for (int j = 0; j < 4; j++)
+                if (j < p.dim) {
+                    const int c = round_div((i64)p.lo[j] * (i64)w + (i64)p.g[j] * (i64)sums[(size_t)s * st + 1 + j], w);
+                    ((int*)p.outc)[(size_t)at * p.dim + j] = c;
+                    lo[j] = c, hi[j] = c;
+                }
         }
-        base += tot_f;
     }
-    // the parts' bounds and total weight: a warp's, then the block's
+    // the block's bounds and weight, into the scalars
 #pragma unroll
     for (int j = 0; j < 4; j++)
         for (int o = 16; o > 0; o >>= 1) {
@@ -4451,12 +4476,15 @@ extern "C" __global__ void __launch_bounds__(1024) kq_rd_compact(const RdParams 
     if (tid == 0) {
         RdScal* sc = (RdScal*)p.scal;
         u64 t = 0;
-        for (int w = 0; w < 32; w++) {
-            t += btot[w];
-            for (int j = 0; j < 4; j++) lo[j] = min(lo[j], blo[w][j]), hi[j] = max(hi[j], bhi[w][j]);
+        for (int v = 0; v < 32; v++) {
+            t += btot[v];
+            for (int j = 0; j < 4; j++) lo[j] = min(lo[j], blo[v][j]), hi[j] = max(hi[j], bhi[v][j]);
         }
-        sc->parts = base, sc->heavy = heavy, sc->total = t;
-        for (int j = 0; j < 4; j++) sc->lo[j] = lo[j], sc->hi[j] = hi[j];
+        if (t) atomicAdd((unsigned long long*)&sc->total, (unsigned long long)t);
+        for (int j = 0; j < p.dim; j++)
+            if (lo[j] <= hi[j]) atomicMin(&sc->lo[j], lo[j]), atomicMax(&sc->hi[j], hi[j]);
+        if (heavy) atomicOr(&sc->heavy, 1u);
+        if (blockIdx.x == gridDim.x - 1) sc->parts = sbase + ws[31];
     }
 }
 

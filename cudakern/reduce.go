@@ -34,8 +34,9 @@ import (
 // takes a part a block, in shared memory, down to the leaves (a warp a
 // node: ranks by counting up to 32 points, else a histogram), and every
 // leaf writes its weight and weighted step sums to the slot of its
-// leftmost descendant at the last level, so that kq_rd_compact, one
-// block, gives the parts that weigh anything in the tree's order.
+// leftmost descendant at the last level, so that kq_rd_count and
+// kq_rd_compact, a block a 1024 slots, give the parts that weigh anything
+// in the tree's order.
 //
 // Only points in the fmtP8 words (a step a byte) are taken: every colour
 // in RGB. Others, and more than 2^rdMaxDepth parts, go to the host.
@@ -45,6 +46,7 @@ const (
 	rdFin      = 1024 // the most points of a part that kq_rd_finish takes (RD_FIN)
 	rdHeap     = 2048 // kq_rd_finish's nodes, 1 + the heap index of the last (RD_HEAP)
 	rdMaxDepth = 16   // the most halvings: kq_rd_compact's slots
+	rdCSlots   = 1024 // the slots of a block of kq_rd_count and kq_rd_compact (RD_CSLOTS)
 )
 
 // Part states (RD_SPLIT, RD_LEAF, RD_EMPTY of kernels.cu).
@@ -66,9 +68,9 @@ type rdPart struct {
 
 // rdParams mirrors struct RdParams of kernels.cu.
 type rdParams struct {
-	Pts, W, Src, Dst, Parts, Kids, THist, TOff, Sums, OutC, OutW, Scal, Words uint64
-	N, Dim, Level, Depth, Tpp, Pad0                                           int32
-	G, Lo                                                                     [4]int32
+	Pts, W, Src, Dst, Parts, Kids, THist, TOff, Sums, OutC, OutW, Scal, Words, Counts uint64
+	N, Dim, Level, Depth, Tpp, Pad0                                                   int32
+	G, Lo                                                                             [4]int32
 }
 
 // rdScal mirrors struct RdScal of kernels.cu: kq_rd_compact's count of
@@ -230,9 +232,9 @@ func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
 	// from part 2^l − 1 on), the tiles' counts and offsets, the slots'
 	// sums, the output and two scalars
 	partBytes := int(unsafe.Sizeof(rdPart{}))
-	scalBytes, spad := int(unsafe.Sizeof(rdScal{})), padded(slots)
+	scalBytes, spad, cblocks := int(unsafe.Sizeof(rdScal{})), padded(slots), (slots+rdCSlots-1)/rdCSlots
 	sizes := []int{4 * n, 4 * n, partBytes * (2<<plan.fin - 1), 1024 * plan.maxTiles(), 8 * plan.maxTiles(),
-		8 * (1 + dim) * slots, 4 * dim * slots, 4 * spad, scalBytes, 8 * spad}
+		8 * (1 + dim) * slots, 4 * dim * slots, 4 * spad, scalBytes, 8 * spad, 4 * cblocks}
 	bufs := make([]uint64, len(sizes))
 	defer func() {
 		for _, p := range bufs {
@@ -247,7 +249,7 @@ func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
 	}
 	src, dst, parts := bufs[0], bufs[1], bufs[2]
 	partsAt := func(level int) uint64 { return parts + uint64(partBytes*(1<<level-1)) }
-	p := rdParams{Pts: s.dPts, W: s.dW, THist: bufs[3], TOff: bufs[4], Sums: bufs[5], OutC: bufs[6], OutW: bufs[7], Scal: bufs[8], Words: bufs[9],
+	p := rdParams{Pts: s.dPts, W: s.dW, THist: bufs[3], TOff: bufs[4], Sums: bufs[5], OutC: bufs[6], OutW: bufs[7], Scal: bufs[8], Words: bufs[9], Counts: bufs[10],
 		N: int32(n), Dim: int32(dim), Depth: int32(plan.depth), G: steps32(L)}
 	for j := range dim {
 		p.Lo[j] = int32(L.lo[j])
@@ -257,9 +259,6 @@ func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
 		return nil, err
 	}
 	if err := b.memset32(p.Sums, 0, 2*(1+dim)*slots); err != nil {
-		return nil, err
-	}
-	if err := b.memset32(p.Scal, 0, scalBytes/4); err != nil {
 		return nil, err
 	}
 	pp := unsafe.Pointer(&p)
@@ -286,8 +285,10 @@ func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
 	if err := b.launch(kRdFinish, 1<<plan.fin, 256, 0, pp); err != nil {
 		return nil, err
 	}
-	if err := b.launch(kRdCompact, 1, 1024, 0, pp); err != nil {
-		return nil, err
+	for _, k := range []string{kRdCount, kRdCompact} { // kq_rd_count sets the scalars up
+		if err := b.launch(k, cblocks, rdCSlots, 0, pp); err != nil {
+			return nil, err
+		}
 	}
 	p.N = int32(spad) // kq_rd_pack16's most points
 	if err := b.launch(kRdPack16, (spad+255)/256, 256, 0, pp); err != nil {

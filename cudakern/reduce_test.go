@@ -26,8 +26,8 @@ func TestReduceLayouts(t *testing.T) {
 	if unsafe.Sizeof(pt) != 32 || unsafe.Offsetof(pt.State) != 16 || unsafe.Offsetof(pt.NeedL) != 28 {
 		t.Errorf("rdPart: size %d, State at %d, NeedL at %d; want 32, 16, 28", unsafe.Sizeof(pt), unsafe.Offsetof(pt.State), unsafe.Offsetof(pt.NeedL))
 	}
-	if unsafe.Sizeof(p) != 160 || unsafe.Offsetof(p.N) != 104 || unsafe.Offsetof(p.G) != 128 || unsafe.Offsetof(p.Lo) != 144 {
-		t.Errorf("rdParams: size %d, N at %d, G at %d, Lo at %d; want 160, 104, 128, 144", unsafe.Sizeof(p), unsafe.Offsetof(p.N), unsafe.Offsetof(p.G), unsafe.Offsetof(p.Lo))
+	if unsafe.Sizeof(p) != 168 || unsafe.Offsetof(p.N) != 112 || unsafe.Offsetof(p.G) != 136 || unsafe.Offsetof(p.Lo) != 152 {
+		t.Errorf("rdParams: size %d, N at %d, G at %d, Lo at %d; want 168, 112, 136, 152", unsafe.Sizeof(p), unsafe.Offsetof(p.N), unsafe.Offsetof(p.G), unsafe.Offsetof(p.Lo))
 	}
 	if unsafe.Sizeof(sc) != 48 || unsafe.Offsetof(sc.Lo) != 8 || unsafe.Offsetof(sc.Hi) != 24 || unsafe.Offsetof(sc.Total) != 40 {
 		t.Errorf("rdScal: size %d, Lo at %d, Hi at %d, Total at %d; want 48, 8, 24, 40", unsafe.Sizeof(sc), unsafe.Offsetof(sc.Lo), unsafe.Offsetof(sc.Hi), unsafe.Offsetof(sc.Total))
