@@ -1161,35 +1161,22 @@ func BenchmarkLaunchCost(b *testing.B) {
 		Bar, Count     uint64
 		Rounds, Unused int32
 	}{Bar: dev + 16384, Count: dev + 16392}
-	// the graph: 8 kq_rd_init nodes one after the other
+	// the graph: 8 kq_rd_init launches one after the other
 	const nodes = 8
-	var gr, exec uintptr
-	var nodeIDs [nodes]uintptr
-	argv := new([1]unsafe.Pointer)
-	argv[0] = unsafe.Pointer(rp)
-	np := &kernelNodeParams{fn: g.fn[kRdInit], grid: [3]uint32{1, 1, 1}, block: [3]uint32{256, 1, 1}, params: unsafe.Pointer(argv)}
+	var ch chain
 	haveGraph := g.hasGraphs() && a.cuGraphExecKernelNodeSetParams != nil
 	if haveGraph {
-		err := g.w.do(func() error {
-			if err := a.check("cuGraphCreate", a.cuGraphCreate(unsafe.Pointer(&gr), 0)); err != nil {
-				return err
-			}
-			for i := range nodes {
-				deps, nd := unsafe.Pointer(nil), uint64(0)
-				if i > 0 {
-					deps, nd = unsafe.Pointer(&nodeIDs[i-1]), 1
-				}
-				if err := a.check("cuGraphAddKernelNode", a.cuGraphAddKernelNode(unsafe.Pointer(&nodeIDs[i]), gr, deps, nd, unsafe.Pointer(np))); err != nil {
-					return err
-				}
-			}
-			return a.check("cuGraphInstantiateWithFlags", a.cuGraphInstantiateWithFlags(unsafe.Pointer(&exec), gr, 0))
+		err := g.w.do(func() (err error) {
+			ch, err = g.newChain([]kernelLaunch{{name: kRdInit, grid: 1, block: 256}}, nodes, unsafe.Pointer(rp))
+			return err
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer g.w.do(func() error { a.cuGraphExecDestroy(exec); a.cuGraphDestroy(gr); return nil })
+		defer g.w.do(func() error { g.freeChain(ch); return nil })
 	}
+	argv := &[1]unsafe.Pointer{unsafe.Pointer(rp)}
+	np := &kernelNodeParams{fn: g.fn[kRdInit], grid: [3]uint32{1, 1, 1}, block: [3]uint32{256, 1, 1}, params: unsafe.Pointer(argv)}
 	cases := []struct {
 		name  string
 		graph bool
@@ -1202,14 +1189,14 @@ func BenchmarkLaunchCost(b *testing.B) {
 			return a.check("cuMemcpyDtoHAsync", a.cuMemcpyDtoHAsync(host, dev, 4096, 0))
 		}},
 		{"event", false, func() error { return a.check("cuEventRecord", a.cuEventRecord(ev, 0)) }},
-		{"graph-8", true, func() error { return g.launchChain(chain{g: gr, exec: exec}) }},
+		{"graph-8", true, func() error { return g.launchChain(ch) }},
 		{"graph-8-set", true, func() error {
-			for _, n := range nodeIDs {
-				if err := a.check("cuGraphExecKernelNodeSetParams", a.cuGraphExecKernelNodeSetParams(exec, n, unsafe.Pointer(np))); err != nil {
+			for _, n := range ch.nodes {
+				if err := a.check("cuGraphExecKernelNodeSetParams", a.cuGraphExecKernelNodeSetParams(ch.exec, n, unsafe.Pointer(np))); err != nil {
 					return err
 				}
 			}
-			return g.launchChain(chain{g: gr, exec: exec})
+			return g.launchChain(ch)
 		}},
 	}
 	for _, c := range cases {

@@ -577,7 +577,10 @@ type kernelNodeParams struct {
 // where each of its kernels costs as much launched alone (5–6 µs of host
 // time on the H100 machine, about what a k-means++ step's kernels take on
 // the device).
-type chain struct{ g, exec uintptr }
+type chain struct {
+	g, exec uintptr
+	nodes   []uintptr // its kernel nodes, in order
+}
 
 // errNoGraphs says the driver lacks the graph calls.
 var errNoGraphs = errors.New("cudakern: the CUDA driver has no graphs")
@@ -618,6 +621,7 @@ func (b *Backend) newChain(ks []kernelLaunch, times int, params unsafe.Pointer) 
 				return chain{}, err
 			}
 			prev = node
+			c.nodes = append(c.nodes, node)
 		}
 	}
 	runtime.KeepAlive(argv)

@@ -147,14 +147,12 @@ type layout struct {
 // (packColours); anything else takes the exact pass (steps). The words
 // come from ub (Open's staging; nil: Go memory).
 func planLayout(pts *kmeans.Points, lo, hi []int32, ub *upBuf) (layout, []uint32) {
-	L := boxLayout(pts, lo, hi)
+	L, sampled, decided := sampledLayout(pts, lo, hi)
 	if !L.fast {
 		return L, nil
 	}
 	dim := L.dim
-	sampled := L.sampleSteps(pts)
-	if L.stepsDecided(sampled) {
-		L.setSteps(sampled)
+	if decided {
 		return L, L.pack(pts, ub)
 	}
 	if dim == 3 && powersOfTwo(sampled) {
@@ -181,6 +179,21 @@ func planLayout(pts *kmeans.Points, lo, hi []int32, ub *upBuf) (layout, []uint32
 	}
 	L.setSteps(L.steps(pts))
 	return L, L.pack(pts, ub)
+}
+
+// sampledLayout is planLayout's first step: boxLayout's layout of pts,
+// and, where it is fast, the sampled steps (sampleSteps) and whether they
+// decide the format (stepsDecided), which they then set.
+func sampledLayout(pts *kmeans.Points, lo, hi []int32) (L layout, sampled [4]uint64, decided bool) {
+	L = boxLayout(pts, lo, hi)
+	if !L.fast {
+		return L, sampled, false
+	}
+	sampled = L.sampleSteps(pts)
+	if decided = L.stepsDecided(sampled); decided {
+		L.setSteps(sampled)
+	}
+	return L, sampled, decided
 }
 
 // boxLayout is the layout of pts, whose bounds are lo and hi, as far as

@@ -390,16 +390,8 @@ func (r *reduced) free(b *Backend) {
 // and whether a session adopts r's words and weights: where planLayout
 // would choose fmtP16 and decide it from the sampled steps alone.
 func reducedLayout(r *reduced) (layout, bool) {
-	L := boxLayout(r.pts, r.lo, r.hi)
-	if !L.fast {
-		return L, false
-	}
-	sampled := L.sampleSteps(r.pts)
-	if !L.stepsDecided(sampled) {
-		return L, false
-	}
-	L.setSteps(sampled)
-	return L, L.fmt == fmtP16
+	L, _, decided := sampledLayout(r.pts, r.lo, r.hi)
+	return L, decided && L.fmt == fmtP16
 }
 
 var _ kmeans.Reducer = (*Backend)(nil)

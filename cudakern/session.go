@@ -91,9 +91,9 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 	// staging where it is free (hostStage)
 	var ub *upBuf
 	n := pts.Len()
+	npad := padded(n)
 	if n > 0 && !adopt {
 		b.w.poke() // the upload follows the packing
-		npad := padded(n)
 		need := 0
 		if pts.Dim <= fastMaxDim {
 			need += 2 * npad // the fast formats' words, at most
@@ -115,8 +115,8 @@ func (b *Backend) Open(pts *kmeans.Points, opt kmeans.SessionOptions) (kmeans.Se
 	var weights []uint32
 	var side sync.WaitGroup
 	if n > 0 && !adopt {
-		if w := pts.Weights; w != nil && ub.room(padded(n)) {
-			weights = ub.words(padded(n), n)
+		if w := pts.Weights; w != nil && ub.room(npad) {
+			weights = ub.words(npad, n)
 			side.Go(func() {
 				defer trace.StartRegion(context.Background(), "cudakern.weights").End()
 				copy(weights, w)
