@@ -723,10 +723,8 @@ func BenchmarkRunStages(b *testing.B) {
 // of real images with the GPU, timing on the device (breathMarks) the
 // parts of each breath that a session starts there: the gap after the
 // breath before (the device idle while the host takes it and launches
-// this one), then for the grown run and its breath out, kq_br_shrink
-// (for the grown run with the memsets and upload before it), the first
-// pass, the loop kernel's passes, the profile, and the read-back's
-// copies. Reports µs a breath for each, and the breaths timed a run.
+// this one), then the grown run's and its breath out's run kernels (for
+// the grown run with the upload before it), and the read-back's copies. Reports µs a breath for each, and the breaths timed a run.
 func BenchmarkBreathPhases(b *testing.B) {
 	g := gpu(b)
 	defer func() { breathMarks = nil }()

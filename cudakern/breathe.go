@@ -22,16 +22,18 @@ import (
 // round trip to the device, with the host's work between. Where the engine
 // says what the breath out will be (BreatheOutAhead), the grown run's
 // batch chains it: after the grown run's passes and its profile, in the
-// same stream, kq_br_shrink removes the centroids as the engine will (its
-// remove), writes the rest and the first pass's tables, and the breath
-// out's first pass, loop kernel and profile follow, into buffers of their
-// own (sums, scalars, labels, records), and come back with the grown
-// run's records in the same job. Where the grown run did not end in its
-// batch (the gate, its SCAL_PROF, is clear), kq_br_shrink stops the chained
+// same stream, one cooperative launch of a run kernel (kq_lloyd_run_*)
+// makes the breath out: in its first block br_shrink removes the
+// centroids as the engine will (its remove) and writes the rest and the
+// first pass's tables, then every block makes the first pass, the loop
+// kernel's passes and the profile, into buffers of the run's own (sums,
+// scalars, labels, records), which come back with the grown run's
+// records in the same job. Where the grown run did not end in its
+// batch (the gate, its SCAL_PROF, is clear), br_shrink stops the chained
 // run before its first pass and nothing of the session changed. The
 // engine's LloydSteps for the breath out then takes the chained run
 // (takeChained) where it asks for exactly that run: the same centroids
-// (the host's own remove, checked against kq_br_shrink's), fixed count,
+// (the host's own remove, checked against br_shrink's), fixed count,
 // tolerance and passes, from no previous inertia, profiled without the
 // utility. The session then swaps the chained run's buffers in, as after
 // that batch. Anything else drops it. So the answers are the unchained
@@ -41,9 +43,9 @@ import (
 // it (speculate), where the engine gave its plan (BreatheInAhead): once
 // the breath out is read back, the session asks the plan which breath in
 // follows from its result, uploads those centroids and launches the
-// grown run (kq_br_shrink removing none makes its first pass's tables),
-// its profile with the utility and, chained after them, its breath out,
-// into a third and fourth set of buffers. While the device runs them,
+// grown run, a run kernel too (br_shrink removing none makes its first
+// pass's tables; its profile with the utility) and, chained after it,
+// its breath out, into a third and fourth set of buffers. While the device runs them,
 // the host takes the breath just read (the engine's profile, removal,
 // bookkeeping). The engine's next grown run takes the breath started
 // (takeSpec) where it asks for exactly that run, as above, and its
@@ -61,24 +63,35 @@ import (
 const chainMaxN = 1 << 20
 
 // brMaxK is BR_MAXK of kernels.cu: the most centroids of a grown run that
-// kq_br_shrink takes.
+// br_shrink takes.
 const brMaxK = 1024
 
 // brOff is BR_OFF of kernels.cu: the SCAL_STOP of a chained run that
-// kq_br_shrink stopped before its first pass.
+// br_shrink stopped before its first pass.
 const brOff = 0xffffffff
 
-// shrinkParams mirrors struct ShrinkParams of kernels.cu (kq_br_shrink).
+// shrinkParams mirrors struct ShrinkParams of kernels.cu (br_shrink).
 type shrinkParams struct {
 	Gate, Util, Cur, Out, Keep, Frag, Cent, Stop uint64
 	Kg, N, Nfixed, Dim                           int32
 	Kpad, Fast, Pad0, Pad1                       int32
 	Center                                       [4]int32
 	Radius                                       int64
-	Zero                                         [3]uint64 // u32 buffers kq_br_shrink zeroes first
+	Zero                                         [3]uint64 // u32 buffers br_shrink zeroes first
 	Zwords                                       [3]int32
 	Pad2                                         int32
 }
+
+// lloydRun mirrors struct LloydRun of kernels.cu (the run kernels).
+type lloydRun struct {
+	Loop   lloydLoop // Bar: batchState.dRunBar
+	Shrink shrinkParams
+	Prof   profParams // its Gate unused
+}
+
+// shrinkSmem is br_smem of kernels.cu: the shared memory of br_shrink,
+// bytes, for kg centroids of dim coordinates.
+func shrinkSmem(kg, dim int) int { return (kg*(11+4*dim) + 15) &^ 15 }
 
 // A chained run is a Lloyd run that a batch chains after its own, in the
 // same stream, into buffers of its own (sums, scalars, labels, records),
@@ -96,14 +109,14 @@ type chained struct {
 	k, nfixed, steps   int
 	tolRan             float64
 	util               bool
-	cent               []int32 // kq_br_shrink's centroids
+	cent               []int32 // br_shrink's centroids
 	acc                []uint64
 	prof, recs         []byte
-	stride, head, keep int // bytes: a record; the profile; kq_br_shrink's centroids
+	stride, head, keep int // bytes: a record; the profile; br_shrink's centroids
 	pass               passLaunch
 }
 
-// A chainSpec is what chain launches: kq_br_shrink makes the run's
+// A chainSpec is what chain launches: br_shrink makes the run's
 // centroids from the kg at cur on the device (or src, uploaded), removing
 // n of them by the utility at util as kmeans' remove does (n = 0: none,
 // and util may be 0), where the u64 at gate is set; then the run's
@@ -140,7 +153,10 @@ func (s *session) chainOut(lp *lloydParams, util uint64, steps int) (bool, error
 
 // chain launches, on the context's thread, the run c into o's buffers
 // (see chained), and reports whether it did: not where the run's batch
-// could not run as one loop kernel.
+// could not run as one run kernel. The run kernel (kq_lloyd_run_*) makes
+// it in one cooperative launch: br_shrink's centroids and tables, the
+// first pass, the loop kernel's passes, and the profile of the labelling
+// that ends the run.
 func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	b, L := s.b, &s.L
 	dim := L.dim
@@ -152,16 +168,19 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
+	run, ok := runKernels[kernel]
 	smem, perIter := batchShape(kernel, k, dim)
-	if lsmem, _ := loopSmem(smem, k, dim); !b.coop || lsmem > b.smem || os.Getenv("KQUANT_CUDA_LLOYD") == "launch" {
+	lsmem, psmem := loopSmem(smem, k, dim)
+	if !ok || !b.coop || os.Getenv("KQUANT_CUDA_LLOYD") == "launch" {
 		return false, nil
 	}
-	o.ready = false
+	fast := kernel != kSmallP8 && kernel != kSmallP16 // the tensor-core kernels' fragments
 	kpad := (k + 7) / 8 * 8
 	slots := k * (1 + dim)
 	o.layout(k, dim, c.withUtil)
 	back := o.head + o.keep + o.stride*c.steps
-	recBytes := back + loopBufs(k, dim) // the profile, kq_br_shrink's centroids, the records, the rotating buffers
+	o.ready = false
+	recBytes := back + loopBufs(k, dim) // the profile, br_shrink's centroids, the records, the rotating buffers
 	tables := 16*kpad + 16*k
 	for _, g := range []struct {
 		p     *uint64
@@ -179,6 +198,32 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 			return false, err
 		}
 	}
+	if err := s.ensureI32(); err != nil { // the profile's points
+		return false, err
+	}
+	// the run's first pass, as LloydSteps' on new centroids; the loop's
+	// passes with labels and sums carrying on
+	kp := s.passParams(k, flagAllMoved|flagFreshAcc, o.dLabels, o.dAcc)
+	s.fastTables(&kp, o.dUp)
+	grid := b.blocks(kernel, smem, (L.n+perIter-1)/perIter)
+	s.unweighted(&kp, grid)
+	pr, _, prSmem := s.profArgs(kp.Cent, o.dRec, 0, k, c.withUtil, o.dLabels)
+	rsmem := max(lsmem, shrinkSmem(c.kg, dim), prSmem)
+	if rsmem > b.smem {
+		return false, nil
+	}
+	bs := s.batch
+	if bs.dRunBar == 0 {
+		bar, err := b.alloc(8)
+		if err != nil {
+			return false, err
+		}
+		if err := b.memset32(bar, 0, 2); err != nil {
+			b.free(bar)
+			return false, err
+		}
+		bs.dRunBar = bar
+	}
 	if c.src != nil {
 		c.cur = o.dUp + uint64(tables)
 		var err error
@@ -191,69 +236,48 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 			return false, err
 		}
 	}
-	fast := kernel != kSmallP8 && kernel != kSmallP16 // the tensor-core kernels' fragments
-	sp := &shrinkParams{
+	r := &lloydRun{Shrink: shrinkParams{
 		Gate: c.gate, Util: c.util, Cur: c.cur, Out: o.dCur, Keep: o.dRec + uint64(o.head),
 		Frag: o.dUp, Cent: o.dUp + uint64(16*kpad), Stop: o.dAcc + 8*scalStop,
 		Kg: int32(c.kg), N: int32(c.n), Nfixed: int32(c.nfixed), Dim: int32(dim), Kpad: int32(kpad),
 		Radius: L.radius,
-		// what must start at zero, which kq_br_shrink zeroes first: the
-		// sums and scalars, the profile's sums and the loop kernel's
-		// rotating buffers (not the records, read only as far as written)
+		// what must start at zero, which the run zeroes first: the sums
+		// and scalars, the profile's sums and the loop's rotating buffers
+		// (not the records, read only as far as written)
 		Zero:   [3]uint64{o.dAcc, o.dRec, o.dRec + uint64(back)},
 		Zwords: [3]int32{int32(2 * (nscal + slots)), int32(o.head / 4), int32(loopBufs(k, dim) / 4)},
-	}
+	}}
+	sp := &r.Shrink
 	for j := range dim {
 		sp.Center[j] = int32(L.center[j])
 	}
 	if fast {
 		sp.Fast = 1
 	}
-	err = b.launch(kBrShrink, 1, 256, 0, unsafe.Pointer(sp))
-	runtime.KeepAlive(sp)
+	r.Loop = lloydLoop{KP: kp, Bar: bs.dRunBar, Bufs: o.dRec + uint64(back), Psmem: int32(psmem),
+		LP: lloydParams{
+			Acc: o.dAcc + 8*nscal, Scal: o.dAcc, Frag: kp.Frag, Cent: kp.Cent, Cur: o.dCur,
+			Rec: o.dRec + uint64(o.head+o.keep), Tol: c.tol,
+			K: int32(k), Kpad: int32(kpad), Dim: int32(dim), Nfixed: int32(c.nfixed),
+			Last: int32(c.steps - 1), Stride: int32(o.stride), Center: sp.Center, Radius: L.radius, Prof: 1,
+		}}
+	r.Loop.KP.Flags &^= flagAllMoved | flagFreshAcc
+	r.Prof = *pr
+	err = b.launchCoop(run, b.blocks(run, rsmem, grid), 256, rsmem, unsafe.Pointer(r), 0)
+	runtime.KeepAlive(r)
+	if err == errCoopTooLarge {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
-	c.mark(b, "shrink")
-	// the run's first pass, as LloydSteps' on new centroids
-	kp := s.passParams(k, flagAllMoved|flagFreshAcc, o.dLabels, o.dAcc)
-	s.fastTables(&kp, o.dUp)
-	grid := b.blocks(kernel, smem, (L.n+perIter-1)/perIter)
-	s.unweighted(&kp, grid)
-	first := new(kparams)
-	*first = kp
-	err = b.launch(kernel, grid, 256, smem, unsafe.Pointer(first))
-	runtime.KeepAlive(first)
-	if err != nil {
-		return false, err
-	}
-	c.mark(b, "first")
-	lp := &lloydParams{
-		Acc: o.dAcc + 8*nscal, Scal: o.dAcc, Frag: kp.Frag, Cent: kp.Cent, Cur: o.dCur,
-		Rec: o.dRec + uint64(o.head+o.keep), Tol: c.tol,
-		K: int32(k), Kpad: int32(kpad), Dim: int32(dim), Nfixed: int32(c.nfixed),
-		Last: int32(c.steps - 1), Stride: int32(o.stride), Center: sp.Center, Radius: L.radius, Prof: 1,
-	}
-	kl := new(kparams)
-	*kl = kp
-	kl.Flags &^= flagAllMoved | flagFreshAcc
-	looped, err := s.batch.stepsLoop(b, kernel, grid, smem, kl, lp, o.dRec+uint64(back))
-	runtime.KeepAlive(kl)
-	runtime.KeepAlive(lp)
-	if err != nil || !looped {
-		return false, err
-	}
-	c.mark(b, "loop")
-	if err := s.profileLaunch(kProfileF32, kp.Cent, o.dRec, o.dAcc+8*scalProf, k, c.withUtil, o.dLabels); err != nil {
-		return false, err
-	}
-	c.mark(b, "profile")
+	c.mark(b, "run")
 	o.k, o.nfixed, o.steps, o.tolRan, o.util = k, c.nfixed, c.steps, c.tol, c.withUtil
 	o.pass = passLaunch{kernel: kernel, grid: grid, smem: smem, p: kp}
 	return true, nil
 }
 
-// layout sets the bytes of a run's record, profile and kq_br_shrink's
+// layout sets the bytes of a run's record, profile and br_shrink's
 // centroids, for k centroids of dim coordinates, profiled with the
 // utility if withUtil.
 func (o *chained) layout(k, dim int, withUtil bool) {
@@ -263,7 +287,7 @@ func (o *chained) layout(k, dim int, withUtil bool) {
 }
 
 // chainRead reads back, on the context's thread, the run chained into o,
-// which is then ready unless kq_br_shrink stopped it.
+// which is then ready unless br_shrink stopped it.
 func (s *session) chainRead(o *chained) error {
 	acc := make([]uint64, nscal+o.k*(1+s.L.dim))
 	if err := s.b.dtoh(unsafe.Pointer(&acc[0]), o.dAcc, 8*len(acc)); err != nil {
@@ -275,7 +299,7 @@ func (s *session) chainRead(o *chained) error {
 // chainSet makes the run chained into o ready from its scalars and sums
 // as read back (acc) and its profile, centroids and records (recs: as far
 // as the run wrote them, or a prefix, or nil, which it reads back the
-// rest where short), unless kq_br_shrink stopped it.
+// rest where short), unless br_shrink stopped it.
 func (s *session) chainSet(o *chained, acc []uint64, recs []byte) error {
 	o.ready = false
 	ran := acc[scalStop]
@@ -483,7 +507,7 @@ func (s *session) startNext() error {
 // chained into s.out and read back, the breath that the engine's plan
 // (BreatheInAhead) says follows it, where that breath out ended in its
 // batch: the breath in's grown run, from the plan's centroids uploaded
-// (kq_br_shrink making the first pass's tables, removing none), profiled
+// (br_shrink making the first pass's tables, removing none), profiled
 // with the utility, and after it the breath out the plan hints, into the
 // spec's buffers. The host's next work (the engine taking this breath)
 // overlaps the device's on the next; the next LloydSteps takes the breath
@@ -565,7 +589,7 @@ func (s *session) speculate() error {
 
 // takeSpec is LloydSteps' answer from the breath in that speculate
 // started, where the engine asks for its grown run, and whether there
-// was one (not where kq_br_shrink stopped it): in one job the session
+// was one (not where br_shrink stopped it): in one job the session
 // reads the grown run and its breath out back, swaps the grown run's
 // buffers in and the breath out's for s.out's, and starts the breath
 // after (speculate). Its parts are runtime/trace regions:
@@ -601,7 +625,7 @@ func (s *session) takeSpec(ctx context.Context, cent []int32) ([]kmeans.LloydSte
 // specRead reads the breath started on the device back, on the
 // context's thread: from its read-ahead once the device is past it, else
 // a round trip a read-back (chainRead). The grown run is then ready
-// unless kq_br_shrink stopped it, and so is its breath out where chained
+// unless br_shrink stopped it, and so is its breath out where chained
 // and the grown run ended in its batch.
 func (s *session) specRead() error {
 	sp := &s.spec

@@ -140,6 +140,13 @@ const (
 	kLoopFastP8Timed  = "kq_lloyd_steps_fast_p8_timed"
 	kLoopFastP16Timed = "kq_lloyd_steps_fast_p16_timed"
 
+	kRunFastP8    = "kq_lloyd_run_fast_p8"
+	kRunFastP16   = "kq_lloyd_run_fast_p16"
+	kRunSmallP8   = "kq_lloyd_run_small_p8"
+	kRunSmallP16  = "kq_lloyd_run_small_p16"
+	kRunFastP8M2  = "kq_lloyd_run_fast_p8_m2"
+	kRunFastP16M2 = "kq_lloyd_run_fast_p16_m2"
+
 	kWuF32D4     = "kq_wuhong_f32_d4"
 	kWuF32D32    = "kq_wuhong_f32_d32"
 	kWuI64D4     = "kq_wuhong_i64_d4"
@@ -168,7 +175,6 @@ const (
 	kRdCount     = "kq_rd_count"
 	kRdCompact   = "kq_rd_compact"
 	kRdPack16    = "kq_rd_pack16"
-	kBrShrink    = "kq_br_shrink"
 )
 
 // prunedKernels take their shared memory dynamically, like the assignment
@@ -180,6 +186,12 @@ var prunedKernels = []string{kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4,
 // take their shared memory dynamically too.
 var loopKernels = map[string]string{kFastP8M4: kLoopFastP8, kFastP16M4: kLoopFastP16, kSmallP8: kLoopSmallP8, kSmallP16: kLoopSmallP16,
 	kFastP8M2: kLoopFastP8M2, kFastP16M2: kLoopFastP16M2}
+
+// runKernels are the run kernels of the batch kernels (breathe.go's
+// chain: a chained run in one launch), which take their shared memory
+// dynamically too.
+var runKernels = map[string]string{kFastP8M4: kRunFastP8, kFastP16M4: kRunFastP16, kSmallP8: kRunSmallP8, kSmallP16: kRunSmallP16,
+	kFastP8M2: kRunFastP8M2, kFastP16M2: kRunFastP16M2}
 
 // timedLoops are the loop kernels that also keep block stats where
 // lloydPhases is given (BenchmarkLloydPhases), by the loop kernel they
@@ -196,7 +208,8 @@ var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP
 	kLoopFastP8, kLoopFastP16, kLoopSmallP8, kLoopSmallP16, kLoopFastP8Timed, kLoopFastP16Timed, kLoopFastP8M2, kLoopFastP16M2,
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather, kWidenU16,
-	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCount, kRdCompact, kRdPack16, kBrShrink}
+	kRunFastP8, kRunFastP16, kRunSmallP8, kRunSmallP16, kRunFastP8M2, kRunFastP16M2,
+	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCount, kRdCompact, kRdPack16}
 
 // Backend runs k-means assignment on one CUDA device. It implements
 // kmeans.Backend, and offers colour deduplication and remapping on the
@@ -383,6 +396,9 @@ func (b *Backend) loadModule() error {
 	for _, name := range timedLoops {
 		dynamic = append(dynamic, name)
 	}
+	for _, name := range runKernels {
+		dynamic = append(dynamic, name)
+	}
 	for _, name := range dynamic {
 		if err := a.check("cuFuncSetAttribute("+name+")", a.cuFuncSetAttribute(b.fn[name], funcAttrMaxDynamicShared, int32(b.smem))); err != nil {
 			return err
@@ -534,11 +550,14 @@ var errCoopTooLarge = errors.New("cudakern: a cooperative grid larger than the d
 
 // launchCoop is launch as a cooperative launch: every block of the grid is
 // resident at once, so that the kernel may wait at grid-wide barriers
-// (grid_sync) on the counter at device address bar, which it zeroes first.
+// (grid_sync) on the counter at device address bar, which it zeroes first
+// (bar 0: none, where the kernel leaves its barrier zeroed, grid_exit).
 // It needs b.coop.
 func (b *Backend) launchCoop(name string, grid, block, smem int, params unsafe.Pointer, bar uint64) error {
-	if err := b.memset32(bar, 0, 1); err != nil {
-		return err
+	if bar != 0 {
+		if err := b.memset32(bar, 0, 1); err != nil {
+			return err
+		}
 	}
 	argv := new([1]unsafe.Pointer)
 	argv[0] = params

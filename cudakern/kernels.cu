@@ -362,12 +362,14 @@ struct FastPoints {
 // own update made in its shared memory (with the fast kernel's fragments,
 // already in place), and where the pass's sums and scalars go (one of the
 // loop's rotating buffers), and, where the loop is timed (benchmarks), the
-// block's BS_* slots.
+// block's BS_* slots; and flags that the pass adds to its Params' (the
+// run kernels' first pass: F_ALL_MOVED | F_FRESH_ACC).
 struct LoopPass {
     const float4* cent;
     u64* acc;
     u64* scal;
     u64* bstat;
+    int xflags;
 };
 
 template <int FMT, int MT, bool LOOP = false>
@@ -395,7 +397,7 @@ __device__ __forceinline__ void fast_body(const Params& p, const LoopPass lp = {
     const u32 hg = p.half_g[q], hoff = p.half_off[q], sel = p.sel[q];
     const float S = (float)(1 << p.s);
     const u32 smask = (1u << p.s) - 1u;
-    const int flags = p.flags;
+    const int flags = p.flags | (LOOP ? lp.xflags : 0);
     const u32* W = (const u32*)p.weights;
     const float4* cent = LOOP ? lp.cent : (const float4*)p.cent;
     float dg[4], doff[4];
@@ -644,7 +646,7 @@ __device__ __forceinline__ void small_body(const Params& p, const LoopPass lp = 
     __syncthreads();
 
     const float S = (float)(1 << p.s);
-    const int flags = p.flags;
+    const int flags = p.flags | (LOOP ? lp.xflags : 0);
     const bool acc32 = flags & F_ACC32;
     const u32* W = (const u32*)p.weights;
     u64 inertia = 0, movedw = 0, nfb = 0;
@@ -1930,23 +1932,25 @@ extern "C" __global__ void __launch_bounds__(256) kq_lloyd_next(const LloydParam
 
 // ------------------------------------------------- a breath out, chained
 //
-// kq_br_shrink starts the Lloyd run of breathing k-means' breath out on
-// the device, after the batch of the grown run (session.BreatheOutAhead),
-// as the engine would start it: where that batch's run ended and was
-// profiled with the utility (its SCAL_PROF, the gate), it removes n of
-// its kg centroids as kmeans' remove does (the order: the centroids past
-// nfixed by utility ascending, ties by index; each taken in turn, unless
-// frozen, freezes every other centroid within 1.21 times its squared
-// distance to its nearest other one; where fewer than n were taken, the
-// first of the order not taken), writes the rest, in index order, to out
-// (the chained run's centroids) and keep (for the host's check), and the
-// first pass's tables (the fragments where fast, and the float4 centres).
-// Where the gate is clear, or a centroid lies outside the fast kernels'
-// range, it sets the chained run's SCAL_STOP to BR_OFF, and its pass,
-// loop and profile do nothing. First of all it zeroes the run's buffers
-// that must start at zero (zero: its sums and scalars, its profile's
-// sums, its loop kernel's rotating buffers), which the host would
-// otherwise memset a launch each. One block; kg ≤ BR_MAXK.
+// br_shrink starts a chained Lloyd run (session.chain) on the device, in
+// block 0 of its run kernel (kq_lloyd_run_*, below): for breathing
+// k-means' breath out, after the batch of the grown run
+// (session.BreatheOutAhead), as the engine would start it: where that
+// batch's run ended and was profiled with the utility (its SCAL_PROF, the
+// gate), it removes n of its kg centroids as kmeans' remove does (the
+// order: the centroids past nfixed by utility ascending, ties by index;
+// each taken in turn, unless frozen, freezes every other centroid within
+// 1.21 times its squared distance to its nearest other one; where fewer
+// than n were taken, the first of the order not taken), writes the rest,
+// in index order, to out (the chained run's centroids) and keep (for the
+// host's check), and the first pass's tables (the fragments where fast,
+// and the float4 centres). A grown run removes none (n = 0). Where the
+// gate is clear, or a centroid lies outside the fast kernels' range, it
+// sets the chained run's SCAL_STOP to BR_OFF, and the run does nothing
+// more. Before it, the run's blocks zero its buffers that must start at
+// zero (zero: its sums and scalars, its profile's sums, its loop's
+// rotating buffers), which the host would otherwise memset a launch each.
+// kg ≤ BR_MAXK.
 
 #define BR_MAXK 1024
 #define BR_OFF 0xffffffffull
@@ -1983,18 +1987,31 @@ __device__ __forceinline__ u64 br_dist(const int* cur, int a, int b, int dim) {
     return s;
 }
 
-extern "C" __global__ void __launch_bounds__(256) kq_br_shrink(const ShrinkParams p) {
-    __shared__ u64 su[BR_MAXK];
-    __shared__ short sskip[BR_MAXK];         // the frozen centroids passed over, in the order
-    __shared__ unsigned char sfl[BR_MAXK];   // 1: removed, 2: frozen
-    __shared__ int scur[BR_MAXK * 4];        // the centroids, which the removals read again and again
-    __shared__ u64 sred[8];
-    __shared__ u64 smin[2][8];               // the order's next: each warp's least (utility, index), in turn
-    __shared__ int smi[2][8];
+// br_smem is the dynamic shared memory of br_shrink, bytes, for kg
+// centroids of dim coordinates (the host's shrinkSmem).
+__host__ __device__ constexpr int br_smem(int kg, int dim) { return (kg * (11 + 4 * dim) + 15) & ~15; }
+
+// br_zero zeroes the u32 buffers of p.zero that the run's blocks share
+// out (first = 1: all but the first, the run's sums and scalars, which
+// block 0 zeroes before its br_shrink): each block a stretch.
+__device__ __forceinline__ void br_zero(const ShrinkParams& p, int first) {
+    for (int z = first; z < 3; z++)
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.zwords[z]; i += gridDim.x * blockDim.x)
+            ((u32*)p.zero[z])[i] = 0;
+}
+
+// br_shrink is the work described above, in one block, with br_smem(kg,
+// dim) bytes of dynamic shared memory at smem, after the buffers of
+// p.zero are zeroed.
+__device__ void br_shrink(const ShrinkParams& p, char* smem) {
     const int kg = p.kg, dim = p.dim, nf = p.nfixed, tid = threadIdx.x;
-    for (int z = 0; z < 3; z++)
-        for (int i = tid; i < p.zwords[z]; i += blockDim.x) ((u32*)p.zero[z])[i] = 0;
-    __syncthreads();  // the stop scalar below among them
+    u64* const su = (u64*)smem;                                 // the utilities
+    int* const scur = (int*)(su + kg);                          // the centroids, which the removals read again and again
+    short* const sskip = (short*)(scur + kg * dim);             // the frozen centroids passed over, in the order
+    unsigned char* const sfl = (unsigned char*)(sskip + kg);    // 1: removed, 2: frozen
+    __shared__ u64 sred[8];
+    __shared__ u64 smin[2][8];  // the order's next: each warp's least (utility, index), in turn
+    __shared__ int smi[2][8];
     if (*(volatile const u64*)p.gate == 0) {
         if (tid == 0) *(u64*)p.stop = BR_OFF;
         return;
@@ -2132,6 +2149,18 @@ static_assert(sizeof(LloydLoop) == sizeof(Params) + sizeof(LloydParams) + 32, "L
 // then the count of passes.
 #define LL_PHASES 5
 
+// loop_pass is a pass of the loop kernels of KIND (lloyd_loop): the batch
+// kernel's body, on the loop's tables.
+template <int KIND>
+__device__ __forceinline__ void loop_pass(const Params& kp, const LoopPass& lp) {
+    if (KIND == 0) fast_body<FMT_P8, 4, true>(kp, lp);
+    if (KIND == 1) fast_body<FMT_P16, 4, true>(kp, lp);
+    if (KIND == 2) small_body<FMT_P8, true>(kp, lp);
+    if (KIND == 3) small_body<FMT_P16, true>(kp, lp);
+    if (KIND == 4) fast_body<FMT_P8, 2, true>(kp, lp);
+    if (KIND == 5) fast_body<FMT_P16, 2, true>(kp, lp);
+}
+
 // kq_lloyd_steps_* run a batch's iterations after its first pass in one
 // cooperative launch, with one grid barrier an iteration. Every block
 // keeps its own copy of what kq_lloyd_next keeps in global memory: the
@@ -2154,9 +2183,14 @@ static_assert(sizeof(LloydLoop) == sizeof(Params) + sizeof(LloydParams) + 32, "L
 //     tables (cur, cent, frag: what follows the batch reads them).
 // What each pass labels and sums is the batch kernel's, exactly, and the
 // records are kq_lloyd_next's. The fast loops' block stats are kept only
-// by their _timed forms (TIMED).
-template <int KIND, bool TIMED = false>
-__device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
+// by their _timed forms (TIMED). A run kernel's loop (RUN) makes the
+// batch's first pass too, on the tables that br_shrink wrote before the
+// grid barrier that the caller's target counts, with every point moved
+// and the sums fresh, into p.acc and p.scal, then a grid barrier. The
+// loop returns whether it stopped on a labelling that ends the run where
+// the batch profiles it (SCAL_PROF set), the same in every block.
+template <int KIND, bool TIMED = false, bool RUN = false>
+__device__ __forceinline__ bool lloyd_loop(const LloydLoop& L, u32& target) {
     extern __shared__ uint4 smem4[];
     constexpr bool FAST = KIND < 2 || KIND >= 4;
     const LloydParams& p = L.lp;
@@ -2168,7 +2202,6 @@ __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
     u64* const scal = (u64*)p.scal;
     const bool b0 = blockIdx.x == 0;
     u32* bar = (u32*)L.bar;
-    u32 target = 0;
     PhaseClock clk(L.phases);
     u64* waits = (u64*)L.phases + LL_PHASES;
     u64* bstat = TIMED && L.phases && FAST ? waits + LL_WAITS + BS_SLOTS * blockIdx.x : nullptr;
@@ -2178,15 +2211,21 @@ __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
         asm("mov.u32 %0, %%smid;" : "=r"(sm));
         bstat[BS_SM] = sm;
     }
-    // the batch's first pass: its tables, sums and scalars
-    if (FAST) {
-        for (int i = threadIdx.x; i < 4 * p.kpad; i += blockDim.x) sfrag[i] = ((const u32*)p.frag)[i];
-    }
-    for (int c = threadIdx.x; c < k; c += blockDim.x) scent[c] = ((const float4*)p.cent)[c];
-    for (int i = threadIdx.x; i < ns; i += blockDim.x) stot[i] = ((const u64*)p.acc)[i];
-    // a chained run that kq_br_shrink stopped before its first pass: the
+    // a chained run that br_shrink stopped before its first pass: the
     // same in every block
-    if (((volatile const u64*)p.scal)[SCAL_STOP] != 0) return;
+    if (((volatile const u64*)p.scal)[SCAL_STOP] != 0) return false;
+    // the batch's first pass: its tables (through L2: in a run, block 0
+    // wrote them since the launch), sums and scalars
+    if (FAST) {
+        for (int i = threadIdx.x; i < 4 * p.kpad; i += blockDim.x) sfrag[i] = __ldcg((const u32*)p.frag + i);
+    }
+    for (int c = threadIdx.x; c < k; c += blockDim.x) scent[c] = __ldcg((const float4*)p.cent + c);
+    if (RUN) {
+        __syncthreads();
+        loop_pass<KIND>(L.kp, {scent, (u64*)p.acc, scal, nullptr, F_ALL_MOVED | F_FRESH_ACC});
+        grid_sync(bar, target);
+    }
+    for (int i = threadIdx.x; i < ns; i += blockDim.x) stot[i] = __ldcg((const u64*)p.acc + i);
     u64 prev = p.prev, before = 0;  // the record before's inertia and flags
     __syncthreads();
     for (int it = 0;; it++) {
@@ -2260,7 +2299,7 @@ __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
                 }
             }
         }
-        if (stop) return;  // the same in every block; always by it = last
+        if (stop) return ends && p.prof;  // the same in every block; always by it = last
         prev = inertia, before = flags;
         clk.mark(0);
         // ---- 2. the next pass
@@ -2268,14 +2307,9 @@ __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
         for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < bstride; i += gridDim.x * blockDim.x) clear[i] = 0;
         clk.mark(1);
         u64* const out = bufs + (size_t)(it % 3) * bstride;
-        const LoopPass lp = {scent, out + LL_SCAL, out, bstat};
+        const LoopPass lp = {scent, out + LL_SCAL, out, bstat, 0};
         const long long t0 = btimed ? clock64() : 0;
-        if (KIND == 0) fast_body<FMT_P8, 4, true>(L.kp, lp);
-        if (KIND == 1) fast_body<FMT_P16, 4, true>(L.kp, lp);
-        if (KIND == 2) small_body<FMT_P8, true>(L.kp, lp);
-        if (KIND == 3) small_body<FMT_P16, true>(L.kp, lp);
-        if (KIND == 4) fast_body<FMT_P8, 2, true>(L.kp, lp);
-        if (KIND == 5) fast_body<FMT_P16, 2, true>(L.kp, lp);
+        loop_pass<KIND>(L.kp, lp);
         const long long t1 = btimed ? clock64() : 0;
         clk.mark(2);
         // ---- 3. the barrier
@@ -2304,24 +2338,44 @@ __device__ __forceinline__ void lloyd_loop(const LloydLoop& L) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8(const LloydLoop L) { lloyd_loop<0>(L); }
-extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16(const LloydLoop L) { lloyd_loop<1>(L); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8(const LloydLoop L) {
+    u32 target = 0;
+    lloyd_loop<0>(L, target);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16(const LloydLoop L) {
+    u32 target = 0;
+    lloyd_loop<1>(L, target);
+}
 // kq_lloyd_steps_fast_*_timed are the fast loops that also keep the block
 // stats (benchmarks); the others compile them out.
 extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8_timed(const LloydLoop L) {
-    lloyd_loop<0, true>(L);
+    u32 target = 0;
+    lloyd_loop<0, true>(L, target);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16_timed(const LloydLoop L) {
-    lloyd_loop<1, true>(L);
+    u32 target = 0;
+    lloyd_loop<1, true>(L, target);
 }
-extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p8(const LloydLoop L) { lloyd_loop<2>(L); }
-extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p16(const LloydLoop L) { lloyd_loop<3>(L); }
+extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p8(const LloydLoop L) {
+    u32 target = 0;
+    lloyd_loop<2>(L, target);
+}
+extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p16(const LloydLoop L) {
+    u32 target = 0;
+    lloyd_loop<3>(L, target);
+}
 // kq_lloyd_steps_fast_*_m2 are the loops of the two-m-tile fast kernels,
 // 32 points a warp and step: a small set's batches (batchKernelAt), where
 // the four-m-tile kernel's blocks of 512 points leave SMs idle and a
 // pass waits on each warp's serial share.
-extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8_m2(const LloydLoop L) { lloyd_loop<4>(L); }
-extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16_m2(const LloydLoop L) { lloyd_loop<5>(L); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8_m2(const LloydLoop L) {
+    u32 target = 0;
+    lloyd_loop<4>(L, target);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16_m2(const LloydLoop L) {
+    u32 target = 0;
+    lloyd_loop<5>(L, target);
+}
 
 // PROF_SPLIT threads share a point in a profile's scan, each comparing it
 // with every PROF_SPLIT-th centroid: a reduced set has too few points to
@@ -2332,6 +2386,15 @@ extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16_m2(
 // registers, and reads the others (dim > FD) as it goes. For float, FD is
 // 3 or 4: the coordinates of the float4 centroids that count (dim ≤ FD);
 // else 4 or 8, of which the first dim count.
+
+// A profile's loads of what a run kernel wrote since its launch (COH:
+// the labels and centroids) go through L2 (ld.global.cg), the rest
+// through the read-only cache.
+template <bool COH, typename T>
+__device__ __forceinline__ T prof_ld(const T* p) {
+    if constexpr (COH) return __ldcg(p);
+    return __ldg(p);
+}
 
 // prof_coords loads the centred coordinates of point i (the first FD) in
 // the kernel's type, zero beyond dim.
@@ -2351,10 +2414,10 @@ __device__ __forceinline__ int prof_stride(const ProfParams& p) {
 // prof_dist is the squared distance of point i (coordinates x) to the
 // centroid at cc, in D: float for T = float (a float4 centroid), double
 // for double, u64 with wrapping for i64.
-template <typename T, typename D, int FD>
+template <typename T, typename D, int FD, bool COH = false>
 __device__ __forceinline__ D prof_dist(const ProfParams& p, int i, const T (&x)[FD], const T* cc) {
     if constexpr (std::is_same<T, float>::value) {
-        const float4 c = __ldg((const float4*)cc);
+        const float4 c = prof_ld<COH>((const float4*)cc);
         const float e0 = x[0] - c.x, e1 = x[1] - c.y, e2 = x[2] - c.z;
         const float d = fmaf(e2, e2, fmaf(e1, e1, e0 * e0));
         if constexpr (FD == 3) {
@@ -2369,11 +2432,11 @@ __device__ __forceinline__ D prof_dist(const ProfParams& p, int i, const T (&x)[
 #pragma unroll
         for (int j = 0; j < FD; j++)
             if (j < dim) {
-                const D e = (D)(x[j] - __ldg(cc + j));
+                const D e = (D)(x[j] - prof_ld<COH>(cc + j));
                 d += e * e;
             }
         for (int j = FD; j < dim; j++) {
-            const D e = (D)((T)__ldg((const int*)p.pts + (size_t)j * p.npad + i) - __ldg(cc + j));
+            const D e = (D)((T)__ldg((const int*)p.pts + (size_t)j * p.npad + i) - prof_ld<COH>(cc + j));
             d += e * e;
         }
         return d;
@@ -2405,22 +2468,23 @@ __device__ __forceinline__ void prof_add(const ProfParams& p, u32* sprof, int l,
     }
 }
 
+template <bool COH>
 __device__ __forceinline__ u32 prof_label(const ProfParams& p, int i) {
-    if (p.label32) return __ldg((const u32*)p.labels + i);
-    return __ldg((const unsigned short*)p.labels + i);
+    if (p.label32) return prof_ld<COH>((const u32*)p.labels + i);
+    return prof_ld<COH>((const unsigned short*)p.labels + i);
 }
 
 // prof_inertia adds each point's w·d(x, c_label) to its label's inertia:
 // one thread a point.
-template <typename T, typename D, int FD>
+template <typename T, typename D, int FD, bool COH>
 __device__ __forceinline__ void prof_inertia(const ProfParams& p, u32* sprof) {
     const u32* W = (const u32*)p.weights;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x) {
-        const int l = (int)prof_label(p, i);
+        const int l = (int)prof_label<COH>(p, i);
         T x[FD];
         prof_coords(p, i, x);
         const u64 w = W ? (u64)__ldg(W + i) : 1ull;
-        const D d = prof_dist<T, D, FD>(p, i, x, (const T*)p.cent + (size_t)l * prof_stride<T>(p));
+        const D d = prof_dist<T, D, FD, COH>(p, i, x, (const T*)p.cent + (size_t)l * prof_stride<T>(p));
         prof_add(p, sprof, l, w * (u64)d, 0);
     }
 }
@@ -2428,7 +2492,7 @@ __device__ __forceinline__ void prof_inertia(const ProfParams& p, u32* sprof) {
 // prof_scan compares each point with every centroid, PROF_SPLIT threads a
 // point: d1, d2 and, without labels (BYLABEL false), the least index at
 // d1; with them the point's cluster is its label.
-template <typename T, typename D, int FD, bool BYLABEL>
+template <typename T, typename D, int FD, bool BYLABEL, bool COH>
 __device__ __forceinline__ void prof_scan(const ProfParams& p, u32* sprof, D big) {
     const int k = p.k;
     const u32* W = (const u32*)p.weights;
@@ -2447,7 +2511,7 @@ __device__ __forceinline__ void prof_scan(const ProfParams& p, u32* sprof, D big
             const int stride = prof_stride<T>(p);
             const T* cc = (const T*)p.cent + (size_t)sub * stride;
             for (int c = sub; c < k; c += PROF_SPLIT, cc += PROF_SPLIT * stride) {
-                const D d = prof_dist<T, D, FD>(p, i, x, cc);
+                const D d = prof_dist<T, D, FD, COH>(p, i, x, cc);
                 if (BYLABEL) {
                     d2 = prof_min(d2, prof_max(d1, d));
                     d1 = prof_min(d1, d);
@@ -2476,7 +2540,7 @@ __device__ __forceinline__ void prof_scan(const ProfParams& p, u32* sprof, D big
             }
         }
         if (!in || sub != 0) continue;
-        if (BYLABEL) l1 = (int)prof_label(p, i);
+        if (BYLABEL) l1 = (int)prof_label<COH>(p, i);
         const u64 w = W ? (u64)__ldg(W + i) : 1ull;
         const u64 u1 = (u64)d1;
         prof_add(p, sprof, l1, w * u1, (p.util && k > 1) ? w * ((u64)d2 - u1) : 0);
@@ -2486,8 +2550,9 @@ __device__ __forceinline__ void prof_scan(const ProfParams& p, u32* sprof, D big
 // profile_body is a profile kernel's work in the arithmetic T (distances
 // in D, big above every one of them; FD as prof_dist's). The scan without
 // labels is kq_profile_i64's only: the host sets labels wherever every
-// distance is below 2^63, as it is wherever fp32 or fp64 is exact.
-template <typename T, typename D, int FD>
+// distance is below 2^63, as it is wherever fp32 or fp64 is exact. COH:
+// a run kernel's profile (prof_ld).
+template <typename T, typename D, int FD, bool COH = false>
 __device__ __forceinline__ void profile_body(const ProfParams& p, D big) {
     extern __shared__ __align__(16) u32 sprof[];
     // a batch's profile of a labelling that does not end the engine's run
@@ -2498,11 +2563,11 @@ __device__ __forceinline__ void profile_body(const ProfParams& p, D big) {
         __syncthreads();
     }
     if (p.labels && !p.util) {
-        prof_inertia<T, D, FD>(p, sprof);
+        prof_inertia<T, D, FD, COH>(p, sprof);
     } else if (p.labels) {
-        prof_scan<T, D, FD, true>(p, sprof, big);
+        prof_scan<T, D, FD, true, COH>(p, sprof, big);
     } else if constexpr (std::is_same<T, i64>::value) {
-        prof_scan<T, D, FD, false>(p, sprof, big);
+        prof_scan<T, D, FD, false, COH>(p, sprof, big);
     }
     if (p.smem) {
         __syncthreads();
@@ -2528,6 +2593,72 @@ extern "C" __global__ void __launch_bounds__(256) kq_profile_i64(const ProfParam
     else
         profile_body<i64, u64, 8>(p, ~0ull);
 }
+
+// ------------------------------------------------- a chained run, one launch
+//
+// kq_lloyd_run_* make a chained Lloyd run (session.chain) in one
+// cooperative launch, where it used to take four: br_shrink in block 0
+// (the run's centroids and first tables; every block zeroing its share of
+// the run's buffers before), a grid barrier, the first pass and the loop
+// of the batch kernel's loop kernel (lloyd_loop, RUN), and, where the run
+// stops on a labelling that ends it and R.L.lp.prof asks (SCAL_PROF set),
+// a grid barrier and the profile of that labelling (kq_profile_f32's,
+// with the utility if R.pr.util), into R.pr.out. The grid barrier needs no zeroing by the host: the last block
+// to finish zeroes it (grid_exit).
+
+// LloydRun is the parameters of the run kernels.
+struct LloydRun {
+    LloydLoop L;     // L.bar: two u32 (grid_exit), zero at the first launch
+    ShrinkParams sh;
+    ProfParams pr;   // its gate unused
+};
+
+static_assert(sizeof(LloydRun) == 584, "LloydRun layout");
+static_assert(__builtin_offsetof(LloydRun, sh) == 344, "LloydRun.sh");
+static_assert(__builtin_offsetof(LloydRun, pr) == 504, "LloydRun.pr");
+
+// grid_exit ends a kernel whose blocks meet at grid_sync without the host
+// zeroing the barrier before each launch: bar[1] counts the blocks done,
+// each after its last barrier, and the last of them zeroes both counters,
+// once no block waits on bar[0] any more; the next launch in the stream
+// finds them zero.
+__device__ __forceinline__ void grid_exit(u32* bar) {
+    if (threadIdx.x == 0 && atomicAdd(bar + 1, 1u) == gridDim.x - 1) {
+        atomicExch(bar, 0u);
+        atomicExch(bar + 1, 0u);
+    }
+}
+
+template <int KIND>
+__device__ __forceinline__ void lloyd_run(const LloydRun& R) {
+    extern __shared__ uint4 smem4[];
+    u32* const bar = (u32*)R.L.bar;
+    u32 target = 0;
+    br_zero(R.sh, 1);
+    if (blockIdx.x == 0) {
+        for (int i = threadIdx.x; i < R.sh.zwords[0]; i += blockDim.x) ((u32*)R.sh.zero[0])[i] = 0;
+        __syncthreads();  // the stop scalar among them
+        br_shrink(R.sh, (char*)smem4);
+    }
+    grid_sync(bar, target);
+    if (lloyd_loop<KIND, false, true>(R.L, target)) {
+        // the labelling's centroids, which block 0 wrote to p.cent after
+        // the last pass, and its labels
+        grid_sync(bar, target);
+        if (R.L.lp.dim <= 3)
+            profile_body<float, float, 3, true>(R.pr, 3.0e38f);
+        else
+            profile_body<float, float, 4, true>(R.pr, 3.0e38f);
+    }
+    grid_exit(bar);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_run_fast_p8(const LloydRun R) { lloyd_run<0>(R); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_run_fast_p16(const LloydRun R) { lloyd_run<1>(R); }
+extern "C" __global__ void __launch_bounds__(256) kq_lloyd_run_small_p8(const LloydRun R) { lloyd_run<2>(R); }
+extern "C" __global__ void __launch_bounds__(256) kq_lloyd_run_small_p16(const LloydRun R) { lloyd_run<3>(R); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_run_fast_p8_m2(const LloydRun R) { lloyd_run<4>(R); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_run_fast_p16_m2(const LloydRun R) { lloyd_run<5>(R); }
 
 // ------------------------------------------------------ colour dedup, remap
 //

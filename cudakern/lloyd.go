@@ -119,6 +119,7 @@ type batchState struct {
 	curCap, recCap int    // bytes
 	recs           []byte // host copy of the records (and of the profile)
 	dBar           uint64 // the loop kernels' grid barrier (launchCoop zeroes it)
+	dRunBar        uint64 // the run kernels' (breathe.go's chain; zeroed once, and they leave it zeroed)
 	launched       int    // the passes of the last batch launched a pass at a time
 }
 
@@ -633,7 +634,8 @@ func (bs *batchState) release(b *Backend) {
 	b.free(bs.dCur)
 	b.free(bs.dRec)
 	b.free(bs.dBar)
-	bs.dCur, bs.dRec, bs.curCap, bs.recCap, bs.dBar = 0, 0, 0, 0, 0
+	b.free(bs.dRunBar)
+	bs.dCur, bs.dRec, bs.curCap, bs.recCap, bs.dBar, bs.dRunBar = 0, 0, 0, 0, 0, 0
 }
 
 var _ kmeans.LloydRunner = (*session)(nil)

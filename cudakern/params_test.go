@@ -75,6 +75,11 @@ func TestParamsLayout(t *testing.T) {
 		t.Errorf("shrinkParams: size %d, Kg at %d, Center at %d, Radius at %d, Zero at %d; want 160, 64, 96, 112, 120",
 			unsafe.Sizeof(br), unsafe.Offsetof(br.Kg), unsafe.Offsetof(br.Center), unsafe.Offsetof(br.Radius), unsafe.Offsetof(br.Zero))
 	}
+	var lr lloydRun
+	if unsafe.Sizeof(lr) != 584 || unsafe.Offsetof(lr.Shrink) != 344 || unsafe.Offsetof(lr.Prof) != 504 {
+		t.Errorf("lloydRun: size %d, Shrink at %d, Prof at %d; want 584, 344, 504",
+			unsafe.Sizeof(lr), unsafe.Offsetof(lr.Shrink), unsafe.Offsetof(lr.Prof))
+	}
 	var pl ppLoop
 	if unsafe.Sizeof(pl) != 472 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 456 || unsafe.Offsetof(pl.Phases) != 464 {
 		t.Errorf("ppLoop: size %d, Bar at %d, Steps at %d, Phases at %d; want 472, 408, 456, 464",

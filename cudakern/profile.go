@@ -190,14 +190,24 @@ func (s *session) profCentroids(kernel string, centroids []int32) int {
 // thread and one distance a point, and the utility's scan needs no index. With gate not 0 the kernel runs only
 // where the u64 there is not 0 (LloydSteps' SCAL_PROF).
 func (s *session) profileLaunch(kernel string, cent, out, gate uint64, k int, util bool, labels uint64) error {
-	b, L := s.b, &s.L
-	p := &profParams{Pts: s.dI32, Weights: s.dW, Cent: cent, Out: out, Gate: gate,
+	p, threads, smem := s.profArgs(cent, out, gate, k, util, labels)
+	grid := s.b.blocks(kernel, smem, (threads+255)/256)
+	err := s.b.launch(kernel, grid, 256, smem, unsafe.Pointer(p))
+	runtime.KeepAlive(p)
+	return err
+}
+
+// profArgs returns profileLaunch's parameters of a profile kernel, the
+// threads they take and their shared memory, bytes.
+func (s *session) profArgs(cent, out, gate uint64, k int, util bool, labels uint64) (p *profParams, threads, smem int) {
+	L := &s.L
+	p = &profParams{Pts: s.dI32, Weights: s.dW, Cent: cent, Out: out, Gate: gate,
 		N: int32(L.n), Npad: int32(L.npad), K: int32(k), Dim: int32(L.dim)}
 	slots := profSlots(k, util)
 	if util {
 		p.Util = 1
 	}
-	threads := L.n * profSplit
+	threads = L.n * profSplit
 	if labels != 0 {
 		p.Labels = labels
 		if s.label32 {
@@ -207,14 +217,10 @@ func (s *session) profileLaunch(kernel string, cent, out, gate uint64, k int, ut
 			threads = L.n
 		}
 	}
-	smem := 0
 	if 8*slots <= profileSmemMax {
 		p.Smem, smem = 1, 8*slots
 	}
-	grid := b.blocks(kernel, smem, (threads+255)/256)
-	err := b.launch(kernel, grid, 256, smem, unsafe.Pointer(p))
-	runtime.KeepAlive(p)
-	return err
+	return p, threads, smem
 }
 
 // ProfileAhead implements kmeans.AheadProfiler: until the next call, each
