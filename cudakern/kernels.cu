@@ -4268,46 +4268,86 @@ extern "C" __global__ void __launch_bounds__(256) kq_rd_init(const RdParams p) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x) src[i] = i;
 }
 
+// RdLevel is what of RdParams changes from level to level (kq_rd_levels
+// keeps it apart, so that the rest stays in the kernel's parameters).
+struct RdLevel {
+    u64 src, dst, parts, kids;
+    int level, tpp;
+};
+
+__device__ __forceinline__ RdLevel rd_level(const RdParams& p) { return {p.src, p.dst, p.parts, p.kids, p.level, p.tpp}; }
+
 // kq_rd_hist: a block a tile of a part to split, counting its points'
-// steps on the part's axis.
-extern "C" __global__ void __launch_bounds__(256) kq_rd_hist(const RdParams p) {
+// steps on the part's axis. The bodies of kq_rd_hist, kq_rd_select,
+// kq_rd_scatter and kq_rd_finish take the block's index as vb, so that
+// kq_rd_levels' blocks may each make several in turn.
+// (kq_rd_levels also adds each tile's counts to its part's histogram,
+// phist: u32 [parts][256].)
+__device__ __forceinline__ void rd_hist(const RdParams& p, const RdLevel& lv, int vb, u32* phist = nullptr) {
     __shared__ u32 h[256];
-    const int part = blockIdx.x / p.tpp, start = blockIdx.x % p.tpp * RD_TILE;
-    const RdPart pt = ((const RdPart*)p.parts)[part];
+    const int part = vb / lv.tpp, start = vb % lv.tpp * RD_TILE;
+    const RdPart pt = ((const RdPart*)lv.parts)[part];
     if (pt.state != RD_SPLIT || start >= pt.count) return;
     h[threadIdx.x] = 0;
     __syncthreads();
-    const u32* src = (const u32*)p.src + pt.first + start;
+    const u32* src = (const u32*)lv.src + pt.first + start;
     const u32* pts = (const u32*)p.pts;
     const int m = min(RD_TILE, pt.count - start);
     for (int k = threadIdx.x; k < m; k += 256) atomicAdd(&h[rd_step(pts[src[k]], pt.axis)], 1u);
     __syncthreads();
-    ((u32*)p.thist)[(size_t)blockIdx.x * 256 + threadIdx.x] = h[threadIdx.x];
+    ((u32*)p.thist)[(size_t)vb * 256 + threadIdx.x] = h[threadIdx.x];
+    if (phist && h[threadIdx.x]) atomicAdd(phist + (size_t)part * 256 + threadIdx.x, h[threadIdx.x]);
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_rd_hist(const RdParams p) { rd_hist(p, rd_level(p), blockIdx.x); }
+
+// rd_unsplit is a block's work for part of level lv that is not split:
+// a leaf writes its sums; its halves at the next level are empty.
+__device__ __forceinline__ void rd_unsplit(const RdParams& p, const RdLevel& lv, const RdPart& pt, int part) {
+    if (pt.state == RD_LEAF) rd_emit_block(p, (const u32*)lv.src + pt.first, pt.count, (u64)part << (p.depth - lv.level));
+    if (threadIdx.x == 0) {
+        RdPart* kids = (RdPart*)lv.kids + 2 * part;
+        RdPart e = pt;
+        e.count = 0, e.state = RD_EMPTY, e.v = e.needl = 0;
+        kids[0] = e;
+        e.first += pt.count;
+        kids[1] = e;
+    }
+}
+
+// rd_kids writes, in one thread, the cut of part (pt) of level lv, at
+// step v with needl of the points there going left, and its halves as
+// the next level's parts.
+__device__ __forceinline__ void rd_kids(const RdParams& p, const RdLevel& lv, const RdPart& pt, int part, int v, u32 needl) {
+    RdPart* parts = (RdPart*)lv.parts;
+    parts[part].v = v;
+    parts[part].needl = needl;
+    const int mid = pt.count / 2;
+    RdPart l = pt, r = pt;
+    l.count = mid, l.hi = rd_set_step(pt.hi, pt.axis, v);
+    r.first = pt.first + mid, r.count = pt.count - mid, r.lo = rd_set_step(pt.lo, pt.axis, v);
+    rd_decide(l, lv.level + 1, p);
+    rd_decide(r, lv.level + 1, p);
+    l.v = l.needl = r.v = r.needl = 0;
+    RdPart* kids = (RdPart*)lv.kids + 2 * part;
+    kids[0] = l, kids[1] = r;
 }
 
 // kq_rd_select: a block a part. A part to split gets its median step and
 // how many points at it go left, its tiles their offsets, and its halves
 // their boxes and states as the next level's parts; a leaf writes its sums;
 // the halves of a leaf or of nothing are empty.
-extern "C" __global__ void __launch_bounds__(256) kq_rd_select(const RdParams p) {
+__device__ __forceinline__ void rd_select(const RdParams& p, const RdLevel& lv, int vb) {
     __shared__ int s_v;
     __shared__ u32 s_acc;
-    RdPart* parts = (RdPart*)p.parts;
-    const int part = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    RdPart* parts = (RdPart*)lv.parts;
+    const int part = vb, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const RdPart pt = parts[part];
-    RdPart* kids = (RdPart*)p.kids + 2 * part;
     if (pt.state != RD_SPLIT) {
-        if (pt.state == RD_LEAF) rd_emit_block(p, (const u32*)p.src + pt.first, pt.count, (u64)part << (p.depth - p.level));
-        if (tid == 0) {
-            RdPart e = pt;
-            e.count = 0, e.state = RD_EMPTY, e.v = e.needl = 0;
-            kids[0] = e;
-            e.first += pt.count;
-            kids[1] = e;
-        }
+        rd_unsplit(p, lv, pt, part);
         return;
     }
-    const u32* th = (const u32*)p.thist + (size_t)part * p.tpp * 256;
+    const u32* th = (const u32*)p.thist + (size_t)part * lv.tpp * 256;
     const int nt = (pt.count + RD_TILE - 1) / RD_TILE;
     u32 hb = 0;
     for (int t = 0; t < nt; t++) hb += th[t * 256 + tid];
@@ -4319,7 +4359,7 @@ extern "C" __global__ void __launch_bounds__(256) kq_rd_select(const RdParams p)
     const int v = s_v;
     const u32 needl = mid - s_acc;
     // each tile's points below v and at v, then their sums over the tiles before
-    u32* toff = (u32*)p.toff + (size_t)part * p.tpp * 2;
+    u32* toff = (u32*)p.toff + (size_t)part * lv.tpp * 2;
     for (int t = warp; t < nt; t += 8) {
         u32 b = 0;
         for (int bin = lane; bin < v; bin += 32) b += th[t * 256 + bin];
@@ -4338,28 +4378,20 @@ extern "C" __global__ void __launch_bounds__(256) kq_rd_select(const RdParams p)
         if (t < nt) toff[2 * t] = cb + xb, toff[2 * t + 1] = ce + xe;
         cb += tb, ce += te;
     }
-    if (tid == 0) {
-        parts[part].v = v;
-        parts[part].needl = needl;
-        RdPart l = pt, r = pt;
-        l.count = mid, l.hi = rd_set_step(pt.hi, pt.axis, v);
-        r.first = pt.first + mid, r.count = pt.count - mid, r.lo = rd_set_step(pt.lo, pt.axis, v);
-        rd_decide(l, p.level + 1, p);
-        rd_decide(r, p.level + 1, p);
-        l.v = l.needl = r.v = r.needl = 0;
-        kids[0] = l, kids[1] = r;
-    }
+    if (tid == 0) rd_kids(p, lv, pt, part, v, needl);
 }
 
-// kq_rd_scatter: a block a tile of a part to split, writing its indices
-// to their halves, in order.
-extern "C" __global__ void __launch_bounds__(256) kq_rd_scatter(const RdParams p) {
-    const int part = blockIdx.x / p.tpp, t = blockIdx.x % p.tpp, start = t * RD_TILE;
-    const RdPart pt = ((const RdPart*)p.parts)[part];
-    if (pt.state != RD_SPLIT || start >= pt.count) return;
+extern "C" __global__ void __launch_bounds__(256) kq_rd_select(const RdParams p) { rd_select(p, rd_level(p), blockIdx.x); }
+
+// rd_move moves, with the block, the indices of the tile at start of
+// part pt (split at step v, needl of the points there going left) to
+// their halves in order, where the tiles before it hold tb points below
+// v and te at it.
+__device__ __forceinline__ void rd_move(const RdParams& p, const RdLevel& lv, const RdPart& pt, int start, int v, u32 needl, u32 tb,
+                                        u32 te) {
     const int m = min(RD_TILE, pt.count - start), k0 = threadIdx.x * (RD_TILE / 256);
-    const u32* src = (const u32*)p.src + pt.first + start;
-    u32* dst = (u32*)p.dst + pt.first;
+    const u32* src = (const u32*)lv.src + pt.first + start;
+    u32* dst = (u32*)lv.dst + pt.first;
     const u32* pts = (const u32*)p.pts;
     u32 idx[RD_TILE / 256], cls = 0, nb = 0, ne = 0;  // cls: 2 bits a point, 1 below v, 2 at v
 #pragma unroll
@@ -4368,15 +4400,14 @@ extern "C" __global__ void __launch_bounds__(256) kq_rd_scatter(const RdParams p
         if (k0 + i < m) {
             idx[i] = src[k0 + i];
             const int q = rd_step(pts[idx[i]], pt.axis);
-            if (q < pt.v) cls |= 1u << (2 * i), nb++;
-            else if (q == pt.v) cls |= 2u << (2 * i), ne++;
+            if (q < v) cls |= 1u << (2 * i), nb++;
+            else if (q == v) cls |= 2u << (2 * i), ne++;
         }
     }
     u32 tot;
     const u32 pre = block_scan(nb | ne << 16, &tot);
-    const u32* toff = (const u32*)p.toff + ((size_t)part * p.tpp + t) * 2;
-    u32 b = toff[0] + (pre & 0xffffu), e = toff[1] + (pre >> 16);
-    const u32 needl = pt.needl, mid = pt.count / 2;
+    u32 b = tb + (pre & 0xffffu), e = te + (pre >> 16);
+    const u32 mid = pt.count / 2;
 #pragma unroll
     for (int i = 0; i < RD_TILE / 256; i++) {
         if (k0 + i < m) {
@@ -4389,6 +4420,53 @@ extern "C" __global__ void __launch_bounds__(256) kq_rd_scatter(const RdParams p
         }
     }
 }
+
+// rd_split is kq_rd_select's and kq_rd_scatter's work for tile vb in one
+// (kq_rd_levels, where every tile's and part's histogram is in memory
+// before): the tile's block finds its part's median from the part's
+// histogram, and the tiles before it from their histograms; the first
+// tile's block writes the cut and the halves, or, where the part is not
+// split, does kq_rd_select's work for it.
+__device__ __forceinline__ void rd_split(const RdParams& p, const RdLevel& lv, int vb, const u32* phist) {
+    __shared__ int s_v;
+    __shared__ u32 s_acc, s_at;
+    const int part = vb / lv.tpp, t = vb % lv.tpp, start = t * RD_TILE, tid = threadIdx.x;
+    const RdPart pt = ((const RdPart*)lv.parts)[part];
+    if (pt.state != RD_SPLIT) {
+        if (t == 0) rd_unsplit(p, lv, pt, part);
+        return;
+    }
+    if (start >= pt.count) return;
+    const u32 hb = phist[(size_t)part * 256 + tid];
+    u32 total;
+    const u32 below = block_scan(hb, &total);
+    const u32 mid = pt.count / 2;
+    if (hb > 0 && below <= mid && mid < below + hb) s_v = tid, s_acc = below;
+    // this bin's points in the tiles before
+    const u32* th = (const u32*)p.thist + (size_t)part * lv.tpp * 256 + tid;
+    u32 pre = 0;
+    for (int u = 0; u < t; u++) pre += th[u * 256];
+    __syncthreads();
+    const int v = s_v;
+    const u32 needl = mid - s_acc;
+    if (tid == v) s_at = pre;
+    u32 tb;
+    block_scan(tid < v ? pre : 0u, &tb);  // its barriers publish s_at
+    if (t == 0 && tid == 0) rd_kids(p, lv, pt, part, v, needl);
+    rd_move(p, lv, pt, start, v, needl, tb, s_at);
+}
+
+// kq_rd_scatter: a block a tile of a part to split, writing its indices
+// to their halves, in order.
+__device__ __forceinline__ void rd_scatter(const RdParams& p, const RdLevel& lv, int vb) {
+    const int part = vb / lv.tpp, t = vb % lv.tpp, start = t * RD_TILE;
+    const RdPart pt = ((const RdPart*)lv.parts)[part];
+    if (pt.state != RD_SPLIT || start >= pt.count) return;
+    const u32* toff = (const u32*)p.toff + ((size_t)part * lv.tpp + t) * 2;
+    rd_move(p, lv, pt, start, pt.v, pt.needl, toff[0], toff[1]);
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_rd_scatter(const RdParams p) { rd_scatter(p, rd_level(p), blockIdx.x); }
 
 // rd_split_warp halves, with one warp, the node nd of kq_rd_finish (its
 // points si/sw[first .. first+count), count ≥ 2) into di/dw and returns
@@ -4454,24 +4532,24 @@ __device__ int rd_split_warp(const RdPart& nd, const u32* si, const u32* sw, u32
     return v;
 }
 
-// kq_rd_finish: a block a part of level p.level, split in shared memory
+// kq_rd_finish: a block a part of level lv.level, split in shared memory
 // down to the depth, a warp a node. A node's points and box follow from
 // the cuts of its ancestors, kept in a heap: node j of sub-level s at
 // (1 << s) + j, its code the state, the axis at bit 2 and the step at 8.
-extern "C" __global__ void __launch_bounds__(256) kq_rd_finish(const RdParams p) {
+__device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, int vb) {
     __shared__ u32 ia[RD_FIN], ib[RD_FIN], wa[RD_FIN], wb[RD_FIN];
     __shared__ u32 heap[RD_HEAP];
     __shared__ u32 hist[8][256];
-    const int part = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const RdPart pt = ((const RdPart*)p.parts)[part];
-    const int S = p.depth - p.level;
+    const int part = vb, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const RdPart pt = ((const RdPart*)lv.parts)[part];
+    const int S = p.depth - lv.level;
     const u64 base = (u64)part << S;
     if (pt.state == RD_EMPTY) return;
     if (pt.state == RD_LEAF) {
-        rd_emit_block(p, (const u32*)p.src + pt.first, pt.count, base);
+        rd_emit_block(p, (const u32*)lv.src + pt.first, pt.count, base);
         return;
     }
-    const u32* src = (const u32*)p.src + pt.first;
+    const u32* src = (const u32*)lv.src + pt.first;
     const u32* pts = (const u32*)p.pts;
     for (int k = tid; k < pt.count; k += 256) {
         const u32 i = src[k];
@@ -4496,7 +4574,7 @@ extern "C" __global__ void __launch_bounds__(256) kq_rd_finish(const RdParams p)
             }
             u32 code = RD_EMPTY;
             if (alive) {
-                rd_decide(nd, p.level + s, p);
+                rd_decide(nd, lv.level + s, p);
                 if (nd.state == RD_LEAF) {
                     rd_emit_warp(p, si + nd.first, sw + nd.first, nd.count, base + ((u64)j << (S - s)));
                     code = RD_LEAF;
@@ -4511,6 +4589,68 @@ extern "C" __global__ void __launch_bounds__(256) kq_rd_finish(const RdParams p)
         u32* t = si;
         si = di, di = t, t = sw, sw = dw, dw = t;
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) kq_rd_finish(const RdParams p) { rd_finish(p, rd_level(p), blockIdx.x); }
+
+// kq_rd_levels makes, in one cooperative launch, what kq_rd_init, each
+// level's kq_rd_hist, kq_rd_select and kq_rd_scatter and kq_rd_finish make
+// in 3·fin + 2 (and the host's upload of the root and zeroing of the
+// sums): each phase's blocks are shared out over the grid's, and a grid
+// barrier ends each phase. A level takes two phases, not three: its
+// tiles' histograms also add up to their parts' (phist), from which each
+// tile's block finds the cut itself (rd_split). Its grid barrier needs no
+// zeroing by the host (grid_exit).
+struct RdLoop {
+    RdParams p;  // src and dst the two index buffers; parts level 0's, and each level's after the one before's
+    RdPart root;
+    u64 bar;     // two u32, zero at the first launch
+    u64 phist;   // u32 [2^fin − 1][256]: the parts' histograms, each level's after the one before's
+    int fin, pad0;
+};
+
+static_assert(sizeof(RdLoop) == 224, "RdLoop layout");
+static_assert(__builtin_offsetof(RdLoop, bar) == 200, "RdLoop.bar");
+
+extern "C" __global__ void __launch_bounds__(256, 2) kq_rd_levels(const RdLoop L) {
+    u32* const bar = (u32*)L.bar;
+    u32 target = 0;
+    const RdParams& p = L.p;
+    const int n = p.n, fin = L.fin;
+    RdPart* const parts = (RdPart*)p.parts;
+    const int gt = blockIdx.x * blockDim.x + threadIdx.x, gs = gridDim.x * blockDim.x;
+    for (int i = gt; i < n; i += gs) ((u32*)p.src)[i] = i;
+    const int swords = 2 * (1 + p.dim) << p.depth;
+    for (int i = gt; i < swords; i += gs) ((u32*)p.sums)[i] = 0;
+    u32* const phist = (u32*)L.phist;
+    for (int i = gt; i < (((1 << fin) - 1) << 8); i += gs) phist[i] = 0;
+    if (gt == 0) parts[0] = L.root;
+    grid_sync(bar, target);
+    RdLevel lv = {p.src, p.dst, 0, 0, 0, 0};
+    for (int l = 0; l < fin; l++) {
+        lv.parts = (u64)(parts + ((1 << l) - 1)), lv.kids = (u64)(parts + ((2 << l) - 1));
+        lv.level = l, lv.tpp = (((n + (1 << l) - 1) >> l) + RD_TILE - 1) / RD_TILE;
+        const int tiles = lv.tpp << l;
+        u32* const lh = phist + (((1 << l) - 1) << 8);
+        for (int vb = blockIdx.x; vb < tiles; vb += gridDim.x) {
+            rd_hist(p, lv, vb, lh);
+            __syncthreads();
+        }
+        grid_sync(bar, target);
+        for (int vb = blockIdx.x; vb < tiles; vb += gridDim.x) {
+            rd_split(p, lv, vb, lh);
+            __syncthreads();
+        }
+        grid_sync(bar, target);
+        const u64 t = lv.src;
+        lv.src = lv.dst, lv.dst = t;
+    }
+    lv.parts = (u64)(parts + ((1 << fin) - 1)), lv.kids = 0, lv.level = fin, lv.tpp = 0;
+    for (int vb = blockIdx.x; vb < 1 << fin; vb += gridDim.x) {
+        rd_finish(p, lv, vb);
+        __syncthreads();
+    }
+    grid_exit(bar);
 }
 
 // kq_rd_count and kq_rd_compact: a block a 1024 slots (RD_CSLOTS). The

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/trace"
 	"sync"
 	"unsafe"
@@ -36,7 +37,13 @@ import (
 // leaf writes its weight and weighted step sums to the slot of its
 // leftmost descendant at the last level, so that kq_rd_count and
 // kq_rd_compact, a block a 1024 slots, give the parts that weigh anything
-// in the tree's order.
+// in the tree's order. Where the device takes cooperative launches,
+// kq_rd_levels makes all up to kq_rd_finish in one, with a grid barrier
+// after each phase, where they took 3·fin + 2 launches, a memset and an
+// upload (KQUANT_CUDA_REDUCE=launch keeps those, for comparisons); its
+// tiles' histograms add up to their parts', from which each tile finds
+// its part's cut, so a level is two phases, kq_rd_select's work shared
+// out over its tiles.
 //
 // Only points in the fmtP8 words (a step a byte) are taken: every colour
 // in RGB. Others, and more than 2^rdMaxDepth parts, go to the host.
@@ -71,6 +78,16 @@ type rdParams struct {
 	Pts, W, Src, Dst, Parts, Kids, THist, TOff, Sums, OutC, OutW, Scal, Words, Counts uint64
 	N, Dim, Level, Depth, Tpp, Pad0                                                   int32
 	G, Lo                                                                             [4]int32
+}
+
+// rdLoop mirrors struct RdLoop of kernels.cu (kq_rd_levels).
+type rdLoop struct {
+	P     rdParams
+	Root  rdPart
+	Bar   uint64 // reducedSets.bar
+	PHist uint64 // the parts' histograms, u32 [2^Fin − 1][256]
+	Fin   int32
+	Pad0  int32
 }
 
 // rdScal mirrors struct RdScal of kernels.cu: kq_rd_compact's count of
@@ -255,35 +272,45 @@ func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
 		p.Lo[j] = int32(L.lo[j])
 	}
 	root := rootPart(L, n, plan.depth)
-	if err := b.htod(partsAt(0), unsafe.Pointer(&root), partBytes); err != nil {
-		return nil, err
-	}
-	if err := b.memset32(p.Sums, 0, 2*(1+dim)*slots); err != nil {
-		return nil, err
-	}
 	pp := unsafe.Pointer(&p)
-	p.Src = src
-	if err := b.launch(kRdInit, b.blocks(kRdInit, 0, (n+255)/256), 256, 0, pp); err != nil {
+	looped, err := s.reduceLevels(&p, root, plan, src, dst, parts)
+	if err != nil {
 		return nil, err
+	}
+	if !looped {
+		if err := b.htod(partsAt(0), unsafe.Pointer(&root), partBytes); err != nil {
+			return nil, err
+		}
+		if err := b.memset32(p.Sums, 0, 2*(1+dim)*slots); err != nil {
+			return nil, err
+		}
+		p.Src = src
+		if err := b.launch(kRdInit, b.blocks(kRdInit, 0, (n+255)/256), 256, 0, pp); err != nil {
+			return nil, err
+		}
 	}
 	for l := range plan.fin {
-		p.Src, p.Dst, p.Parts, p.Kids = src, dst, partsAt(l), partsAt(l+1)
-		p.Level, p.Tpp = int32(l), int32(plan.tiles(l))
-		grid := plan.tiles(l) << l
-		for _, k := range []struct {
-			name string
-			grid int
-		}{{kRdHist, grid}, {kRdSelect, 1 << l}, {kRdScatter, grid}} {
-			if err := b.launch(k.name, k.grid, 256, 0, pp); err != nil {
-				return nil, err
+		if !looped {
+			p.Src, p.Dst, p.Parts, p.Kids = src, dst, partsAt(l), partsAt(l+1)
+			p.Level, p.Tpp = int32(l), int32(plan.tiles(l))
+			grid := plan.tiles(l) << l
+			for _, k := range []struct {
+				name string
+				grid int
+			}{{kRdHist, grid}, {kRdSelect, 1 << l}, {kRdScatter, grid}} {
+				if err := b.launch(k.name, k.grid, 256, 0, pp); err != nil {
+					return nil, err
+				}
 			}
 		}
 		src, dst = dst, src
 	}
 	p.Src, p.Dst, p.Parts, p.Kids = src, dst, partsAt(plan.fin), 0
 	p.Level, p.Tpp = int32(plan.fin), 0
-	if err := b.launch(kRdFinish, 1<<plan.fin, 256, 0, pp); err != nil {
-		return nil, err
+	if !looped {
+		if err := b.launch(kRdFinish, 1<<plan.fin, 256, 0, pp); err != nil {
+			return nil, err
+		}
 	}
 	for _, k := range []string{kRdCount, kRdCompact} { // kq_rd_count sets the scalars up
 		if err := b.launch(k, cblocks, rdCSlots, 0, pp); err != nil {
@@ -322,6 +349,44 @@ func (s *session) reduce(plan reducePlan) (*kmeans.Points, error) {
 	return red, nil
 }
 
+// reduceLevels launches kq_rd_levels for plan, on the context's thread,
+// with p's buffers (src and dst the index buffers, parts level 0's), and
+// reports whether it did: not where the device takes no cooperative
+// launch, the grid would not fit, or KQUANT_CUDA_REDUCE=launch.
+func (s *session) reduceLevels(p *rdParams, root rdPart, plan reducePlan, src, dst, parts uint64) (bool, error) {
+	b := s.b
+	if !b.coop || os.Getenv("KQUANT_CUDA_REDUCE") == "launch" {
+		return false, nil
+	}
+	rs := &b.red
+	if rs.bar == 0 {
+		bar, err := b.alloc(8)
+		if err != nil {
+			return false, err
+		}
+		if err := b.memset32(bar, 0, 2); err != nil {
+			b.free(bar)
+			return false, err
+		}
+		rs.bar = bar
+	}
+	phist, err := b.alloc(1024 * (1<<plan.fin - 1))
+	if err != nil {
+		return false, err
+	}
+	defer b.free(phist)
+	lp := &rdLoop{P: *p, Root: root, Bar: rs.bar, PHist: phist, Fin: int32(plan.fin)}
+	lp.P.Src, lp.P.Dst, lp.P.Parts = src, dst, parts
+	// the most blocks any phase has: the tiles of a level, or kq_rd_finish's parts
+	grid := b.blocks(kRdLevels, 0, max(plan.maxTiles(), 1<<plan.fin))
+	err = b.launchCoop(kRdLevels, grid, 256, 0, unsafe.Pointer(lp), 0)
+	runtime.KeepAlive(lp)
+	if err == errCoopTooLarge {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // reduced is a reduced set that Reduce made, as a session opened on it
 // stores it where its layout is fmtP16 (kq_rd_pack16): its points' words
 // and weights, padded to a multiple of padMultiple, on the device, and
@@ -339,6 +404,7 @@ type reduced struct {
 type reducedSets struct {
 	mu   sync.Mutex
 	sets []*reduced
+	bar  uint64 // kq_rd_levels' grid barrier (the context's thread; zeroed once, and it leaves it zeroed)
 }
 
 // reducedKept is the most reduced sets kept: the oldest gives way.
@@ -377,6 +443,8 @@ func (rs *reducedSets) drain(b *Backend) {
 		r.free(b)
 	}
 	rs.sets = nil
+	b.free(rs.bar)
+	rs.bar = 0
 }
 
 // free gives r's device buffers back (the context's thread).

@@ -653,13 +653,18 @@ func TestReduceOnDevice(t *testing.T) {
 		for _, target := range c.targets {
 			want := kmeans.Reduce(c.p, target)
 			for _, minFin := range []int{0, 3, 7, 9} {
-				rdMinFin = minFin
-				got, err := g.Reduce(sess, target)
-				if err != nil {
-					t.Fatalf("%s, target %d: %v", c.name, target, err)
-				}
-				if msg := sameReduced(got, want); msg != "" {
-					t.Errorf("%s (%d points), target %d, plan %+v: %s", c.name, c.p.Len(), target, planReduce(c.p.Len(), target), msg)
+				// one cooperative launch (kq_rd_levels), and a launch a phase
+				for _, mode := range []string{"", "launch"} {
+					t.Setenv("KQUANT_CUDA_REDUCE", mode)
+					rdMinFin = minFin
+					got, err := g.Reduce(sess, target)
+					if err != nil {
+						t.Fatalf("%s, target %d: %v", c.name, target, err)
+					}
+					if msg := sameReduced(got, want); msg != "" {
+						t.Errorf("%s (%d points), target %d, plan %+v, KQUANT_CUDA_REDUCE=%q: %s", c.name, c.p.Len(), target,
+							planReduce(c.p.Len(), target), mode, msg)
+					}
 				}
 			}
 		}
