@@ -2107,7 +2107,8 @@ __device__ void br_shrink(const ShrinkParams& p, char* smem) {
 // block 0's thread 0, where the kernel's phases buffer (PP_PHASES or
 // LL_PHASES u64s) is given, mark(ph) adds the SM cycles since the last
 // mark to slot ph, and count(i) adds 1 to slot i (reductions, which the
-// thread does not wait for).
+// thread does not wait for). mark(ph, dep) first waits for dep, a value
+// loaded in the phase, so that the phase holds the load's latency.
 struct PhaseClock {
     const u64& phases;  // the kernel parameter's field, read where used
     const bool timed;
@@ -2119,6 +2120,12 @@ struct PhaseClock {
             const long long now = clock64();
             atomicAdd((unsigned long long*)phases + ph, (unsigned long long)(now - t));
             t = now;
+        }
+    }
+    __device__ void mark(int ph, u64 dep) {
+        if (timed) {
+            if (dep == 0x5eed5eed5eed5eedull) t--;  // a use of dep, before the clock is read
+            mark(ph);
         }
     }
     __device__ void count(int i) {
@@ -2144,10 +2151,11 @@ static_assert(sizeof(LloydLoop) == sizeof(Params) + sizeof(LloydParams) + 32, "L
 #define LL_SCAL 4
 
 // LL_PHASES is the slots of LloydLoop.phases: block 0's cycles in each
-// phase of an iteration (1. the update; 2. clearing a rotating buffer;
-// 3. the block's share of the pass; 4. the wait at the barrier after it),
-// then the count of passes.
-#define LL_PHASES 5
+// phase of an iteration (the update's 1. loads of the last pass's sums
+// and scalars, 2. centroids and tables, 3. block-wide flags, 4. record
+// and stop; 5. clearing a rotating buffer; 6. the block's share of the
+// pass; 7. the wait at the barrier after it), then the count of passes.
+#define LL_PHASES 8
 
 // loop_pass is a pass of the loop kernels of KIND (lloyd_loop): the batch
 // kernel's body, on the loop's tables.
@@ -2250,6 +2258,7 @@ __device__ __forceinline__ bool lloyd_loop(const LloydLoop& L, u32& target) {
         int* next = (int*)(rec + 32 + 8 * k);
         u64 s[5];
         sums(threadIdx.x, s);
+        clk.mark(0, s[0] + s[1] + inertia + moved + fb);
         int diff = 0, empty = 0, unfit = 0;
         for (int c = threadIdx.x; c < k; c += blockDim.x) {
             const u64 w = s[0];
@@ -2280,9 +2289,11 @@ __device__ __forceinline__ bool lloyd_loop(const LloydLoop& L, u32& target) {
             scent[c] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)x[3]);
             if (FAST) put_frag(sfrag + 4 * c, x, norm);
         }
+        clk.mark(1);
         diff = __syncthreads_or(diff);
         empty = __syncthreads_or(empty);
         unfit = __syncthreads_or(unfit);
+        clk.mark(2);
         bool stop, ends;
         const u64 flags = rec_flags(p, it, before, inertia, prev, diff, empty, unfit, stop, ends);
         if (b0) {
@@ -2301,21 +2312,21 @@ __device__ __forceinline__ bool lloyd_loop(const LloydLoop& L, u32& target) {
         }
         if (stop) return ends && p.prof;  // the same in every block; always by it = last
         prev = inertia, before = flags;
-        clk.mark(0);
+        clk.mark(3);
         // ---- 2. the next pass
         u64* const clear = bufs + (size_t)((it + 1) % 3) * bstride;
         for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < bstride; i += gridDim.x * blockDim.x) clear[i] = 0;
-        clk.mark(1);
+        clk.mark(4);
         u64* const out = bufs + (size_t)(it % 3) * bstride;
         const LoopPass lp = {scent, out + LL_SCAL, out, bstat, 0};
         const long long t0 = btimed ? clock64() : 0;
         loop_pass<KIND>(L.kp, lp);
         const long long t1 = btimed ? clock64() : 0;
-        clk.mark(2);
+        clk.mark(5);
         // ---- 3. the barrier
         grid_sync(bar, target);
-        clk.mark(3);
-        clk.count(4);
+        clk.mark(6);
+        clk.count(LL_PHASES - 1);
         if (b0) {
             // the pass's centroids and tables, for what follows the batch:
             // only now, when no block still reads the first pass's

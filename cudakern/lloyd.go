@@ -66,10 +66,10 @@ var lloydPhases uint64
 
 // llPhaseNames are the phases of lloydPhases' slots, the last slot being
 // the count of passes.
-var llPhaseNames = []string{"update", "clear", "pass", "pass-barrier"}
+var llPhaseNames = []string{"update-sums", "update-centroids", "update-flags", "update-record", "clear", "pass", "pass-barrier"}
 
 const (
-	llPhaseSlots = 5  // LL_PHASES
+	llPhaseSlots = 8  // LL_PHASES
 	llWaits      = 64 // LL_WAITS
 	llBlockSlots = 8  // BS_SLOTS
 )
