@@ -1772,23 +1772,34 @@ static_assert(__builtin_offsetof(LloydParams, prof) == 120, "LloydParams.prof");
 #define REC_DONE 16
 #define REC_FINAL 32  // the pass after a settled one that moved: its labelling with that one's next
 
+// round_div is kmeans' roundDiv: s/w rounded half up. Where the quotient
+// is below 2^20 in magnitude (a centroid's coordinate), its floor comes
+// from an fp32 estimate (within 2^-21 of it relatively, so off by one at
+// most) corrected by the exact remainder, without the 64-bit integer
+// division's subroutine, three of which each centroid's update made one
+// after the other.
 __device__ __forceinline__ int round_div(i64 s, u64 w) {
     const i64 iw = (i64)w;
-    i64 q = s / iw, rem = s - q * iw;
-    if (rem < 0) q--, rem += iw;
+    const float fq = __fdividef((float)s, (float)iw);
+    i64 q, rem;
+    if (iw > 0 && fabsf(fq) < 1048576.0f) {
+        q = (i64)floorf(fq), rem = s - q * iw;
+        while (rem < 0) q--, rem += iw;
+        while (rem >= iw) q++, rem -= iw;
+    } else {
+        q = s / iw, rem = s - q * iw;
+        if (rem < 0) q--, rem += iw;
+    }
     if (2 * rem >= iw) q++;
     return (int)q;
 }
 
 // half_of is the fp16 bits of v, which the caller has proved exact in
-// fp16 (the host's halfBits).
+// fp16 (the host's halfBits): the conversion's rounding leaves it as is.
 __device__ __forceinline__ u32 half_of(int v) {
-    if (v == 0) return 0;
-    u32 sign = 0;
-    if (v < 0) sign = 0x8000, v = -v;
-    const int e = 31 - __clz(v);
-    const u32 mant = e >= 10 ? (u32)v >> (e - 10) : (u32)v << (10 - e);
-    return sign | (u32)(e + 15) << 10 | (mant & 0x3ffu);
+    unsigned short h;
+    asm("cvt.rn.f16.s32 %0, %1;" : "=h"(h) : "r"(v));
+    return h;
 }
 
 // next_coord is coordinate j of cluster c's centroid after an update,
