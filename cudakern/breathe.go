@@ -77,7 +77,7 @@ type shrinkParams struct {
 	Kpad, Fast, Pad0, Pad1                       int32
 	Center                                       [4]int32
 	Radius                                       int64
-	Zero                                         [3]uint64 // u32 buffers br_shrink zeroes first
+	Zero                                         [3]uint64 // u32 buffers the run zeroes first
 	Zwords                                       [3]int32
 	Pad2                                         int32
 }
