@@ -84,7 +84,7 @@ type shrinkParams struct {
 
 // lloydRun mirrors struct LloydRun of kernels.cu (the run kernels).
 type lloydRun struct {
-	Loop   lloydLoop // Bar: batchState.dRunBar
+	Loop   lloydLoop // Bar: the Backend's exitBarrier
 	Shrink shrinkParams
 	Prof   profParams // its Gate unused
 }
@@ -212,17 +212,9 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	if rsmem > b.smem {
 		return false, nil
 	}
-	bs := s.batch
-	if bs.dRunBar == 0 {
-		bar, err := b.alloc(8)
-		if err != nil {
-			return false, err
-		}
-		if err := b.memset32(bar, 0, 2); err != nil {
-			b.free(bar)
-			return false, err
-		}
-		bs.dRunBar = bar
+	bar, err := b.exitBarrier()
+	if err != nil {
+		return false, err
 	}
 	if c.src != nil {
 		c.cur = o.dUp + uint64(tables)
@@ -254,7 +246,7 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	if fast {
 		sp.Fast = 1
 	}
-	r.Loop = lloydLoop{KP: kp, Bar: bs.dRunBar, Bufs: o.dRec + uint64(back), Psmem: int32(psmem),
+	r.Loop = lloydLoop{KP: kp, Bar: bar, Bufs: o.dRec + uint64(back), Psmem: int32(psmem),
 		LP: lloydParams{
 			Acc: o.dAcc + 8*nscal, Scal: o.dAcc, Frag: kp.Frag, Cent: kp.Cent, Cur: o.dCur,
 			Rec: o.dRec + uint64(o.head+o.keep), Tol: c.tol,

@@ -229,6 +229,7 @@ type Backend struct {
 	stage hostStage   // page-locked memory for Open's uploads
 	ahead readAhead   // page-locked memory for a breathing session's read-backs (breathe.go)
 	red   reducedSets // Reduce's sets on the device, for the sessions opened on them
+	bar   uint64      // the grid barrier of the kernels that leave it zeroed (exitBarrier)
 
 	fastErr error // non-nil when the tensor-core kernel failed its self-test
 	imaErr  error // non-nil when the integer tensor-core kernel is off (selfTestIMA)
@@ -332,7 +333,7 @@ func (b *Backend) Close() error {
 		return nil // closed already
 	}
 	delete(backends, b.dev.Index)
-	b.w.do(func() error { b.red.drain(b); return nil })
+	b.w.do(func() error { b.red.drain(b); b.free(b.bar); b.bar = 0; return nil })
 	b.stage.mu.Lock()
 	b.w.do(func() error { b.stage.free(b.a); return nil })
 	b.stage.mu.Unlock()
@@ -572,6 +573,28 @@ func (b *Backend) launchCoop(name string, grid, block, smem int, params unsafe.P
 		return errCoopTooLarge
 	}
 	return b.a.check("cuLaunchCooperativeKernel("+name+")", r)
+}
+
+// exitBarrier returns, on the context's thread, the grid barrier of the
+// cooperative kernels that end in grid_exit (the Lloyd loops, the run
+// kernels, the seeding's steps, the reduce's levels): two u32, allocated
+// and zeroed once a Backend, which each such kernel's last block zeroes
+// again, so that its launch needs no memset. One serves them all, since
+// they run one after another in the context's one stream.
+func (b *Backend) exitBarrier() (uint64, error) {
+	if b.bar != 0 {
+		return b.bar, nil
+	}
+	bar, err := b.alloc(8)
+	if err != nil {
+		return 0, err
+	}
+	if err := b.memset32(bar, 0, 2); err != nil {
+		b.free(bar)
+		return 0, err
+	}
+	b.bar = bar
+	return bar, nil
 }
 
 // A kernelLaunch is one launch of a chain: a kernel, its blocks of block

@@ -163,6 +163,18 @@ __device__ __forceinline__ void grid_sync(u32* bar, u32& target) {
     __syncthreads();
 }
 
+// grid_exit ends a kernel whose blocks meet at grid_sync without the host
+// zeroing the barrier before each launch: bar[1] counts the blocks done,
+// each after its last barrier, and the last of them zeroes both counters,
+// once no block waits on bar[0] any more; the next launch in the stream
+// finds them zero.
+__device__ __forceinline__ void grid_exit(u32* bar) {
+    if (threadIdx.x == 0 && atomicAdd(bar + 1, 1u) == gridDim.x - 1) {
+        atomicExch(bar, 0u);
+        atomicExch(bar + 1, 0u);
+    }
+}
+
 // SyncTest is the parameters of kq_grid_sync_test.
 struct SyncTest {
     u64 bar;    // u32 for grid_sync, zero before the launch
@@ -1772,26 +1784,41 @@ static_assert(__builtin_offsetof(LloydParams, prof) == 120, "LloydParams.prof");
 #define REC_DONE 16
 #define REC_FINAL 32  // the pass after a settled one that moved: its labelling with that one's next
 
-// round_div is kmeans' roundDiv: s/w rounded half up. Where the quotient
-// is below 2^20 in magnitude (a centroid's coordinate), its floor comes
-// from an fp32 estimate (within 2^-21 of it relatively, so off by one at
-// most) corrected by the exact remainder, without the 64-bit integer
-// division's subroutine, three of which each centroid's update made one
-// after the other.
+// round_div is kmeans' roundDiv: s/w rounded half up, for w > 0.
 __device__ __forceinline__ int round_div(i64 s, u64 w) {
     const i64 iw = (i64)w;
-    const float fq = __fdividef((float)s, (float)iw);
-    i64 q, rem;
-    if (iw > 0 && fabsf(fq) < 1048576.0f) {
-        q = (i64)floorf(fq), rem = s - q * iw;
-        while (rem < 0) q--, rem += iw;
-        while (rem >= iw) q++, rem -= iw;
-    } else {
-        q = s / iw, rem = s - q * iw;
-        if (rem < 0) q--, rem += iw;
-    }
+    i64 q = s / iw, rem = s - q * iw;
+    if (rem < 0) q--, rem += iw;
     if (2 * rem >= iw) q++;
     return (int)q;
+}
+
+// round_div4 sets q[j] to round_div(s[j], w) for the four numerators of a
+// centroid over its weight w > 0 (zero numerators where the centroid has
+// fewer coordinates). Where w is below 2^61 and every quotient below 2^20
+// in magnitude, as a centroid's coordinates are, each is the floor of an
+// fp32 estimate of s[j]/w + 1/2 (its error, five roundings of 2^-24
+// relatively, is below 0.4, so that floor is off by one at most) corrected
+// by one step of the exact remainder either way: one reciprocal for the
+// four, then selects, so that the four interleave, and no 64-bit division
+// (a subroutine call each). Elsewhere it divides.
+__device__ __forceinline__ void round_div4(const i64 (&s)[4], u64 w, int (&q)[4]) {
+    float rw;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(rw) : "f"((float)w));
+    const i64 iw = (i64)w;
+    bool fast = w - 1 < (1ull << 61);
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const float fq = (float)s[j] * rw;
+        fast = fast && fabsf(fq) < 1048576.0f;
+        const int r = __float2int_rd(fq + 0.5f);
+        const i64 d2 = 2 * (s[j] - (i64)r * iw);
+        q[j] = r + (d2 >= iw ? 1 : 0) - (d2 < -iw ? 1 : 0);
+    }
+    if (!fast) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) q[j] = round_div(s[j], w);
+    }
 }
 
 // half_of is the fp16 bits of v, which the caller has proved exact in
@@ -1802,14 +1829,24 @@ __device__ __forceinline__ u32 half_of(int v) {
     return h;
 }
 
-// next_coord is coordinate j of cluster c's centroid after an update,
-// from the cluster's weight w, its sum s of w·(x_j − centre_j) and the
-// coordinate now, cur: past nfixed and where w > 0 the weighted mean,
-// rounded half up; else cur.
-__device__ __forceinline__ int next_coord(const LloydParams& p, int c, int j, u64 w, u64 s, int cur) {
-    if (c < p.nfixed || w == 0) return cur;
+// next_centroid sets v to cluster c's centroid after an update, from its
+// weight w, its sums s of w·(x_j − centre_j) and its coordinates now, cur:
+// past nfixed and where w > 0 the weighted mean, rounded half up; else
+// cur. Coordinates from dim on are left as cur has them.
+__device__ __forceinline__ void next_centroid(const LloydParams& p, int c, u64 w, const u64 (&s)[4], const int (&cur)[4],
+                                              int (&v)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; j++) v[j] = cur[j];
+    if (c < p.nfixed || w == 0) return;
     // Σw·x = centre·Σw + Σw·(x − centre), in wrapping arithmetic
-    return round_div((i64)((u64)(i64)p.center[j] * w + s), w);
+    i64 num[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) num[j] = j < p.dim ? (i64)((u64)(i64)p.center[j] * w + s[j]) : 0;
+    int q[4];
+    round_div4(num, w, q);
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        if (j < p.dim) v[j] = q[j];
 }
 
 // put_frag writes a centroid's four words of the fast kernel's table (the
@@ -1891,11 +1928,17 @@ __device__ void lloyd_next_block(const LloydParams& p, int it) {
         sums(c + blockDim.x, s);
         counts[c] = w;
         if (c >= p.nfixed && w == 0) empty = 1;
-        for (int j = 0; j < dim; j++) {
-            const int v = next_coord(p, c, j, w, sj[j], cur[c * dim + j]);
-            next[c * dim + j] = v;
-            if (v != cur[c * dim + j]) diff = 1;
-            const i64 x = (i64)v - p.center[j];
+        int now[4] = {0, 0, 0, 0}, v[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            if (j < dim) now[j] = cur[c * dim + j];
+        next_centroid(p, c, w, sj, now, v);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (j >= dim) break;
+            next[c * dim + j] = v[j];
+            if (v[j] != now[j]) diff = 1;
+            const i64 x = (i64)v[j] - p.center[j];
             if (x > p.radius || -x > p.radius) unfit = 1;
         }
     }
@@ -2148,7 +2191,7 @@ struct PhaseClock {
 struct LloydLoop {
     Params kp;       // a pass's (the batch kernel's, as the batch's first pass had them)
     LloydParams lp;  // kq_lloyd_next's, it unused
-    u64 bar;         // u32 for grid_sync, zero before the launch
+    u64 bar;         // two u32 (grid_exit), zero at the first launch
     u64 phases;      // u64 [LL_PHASES] or 0: block 0's SM cycles in each phase of an iteration, summed (benchmarks)
     u64 bufs;        // u64 [3][LL_SCAL + k·(1+dim)]: the passes' scalars and sums, rotating; zero before the launch
     int psmem;       // the pass kernel's shared memory, bytes, a multiple of 16: the loop's follows
@@ -2253,16 +2296,26 @@ __device__ __forceinline__ bool lloyd_loop(const LloydLoop& L, u32& target) {
         // loads, cached in L1 (which the barrier's acquire cleared), so
         // that an SM asks L2 for each line once, not each warp of it for
         // each (through L2 alone, their few lines were a hot spot).
-        const u64* last = it > 0 ? bufs + (size_t)((it - 1) % 3) * bstride : scal;
-        const u64* lsum = it > 0 ? last + LL_SCAL : nullptr;
+        // At it = 0 the sums are the running ones alone: buffer 2, which
+        // no pass has written yet and the launch left zero, stands for
+        // the last pass's, so that the loads need no branch.
+        const u64* const lbuf = bufs + (size_t)((it + 2) % 3) * bstride;
+        const u64* last = it > 0 ? lbuf : scal;
+        const u64* const lsum = lbuf + LL_SCAL;
         const u64 inertia = last[0], moved = last[1], fb = last[2];
-        // cluster c's weight and dim sums after the last pass
+        // cluster c's weight and dim sums after the last pass: every load
+        // issued before the first add
         auto sums = [&](int c, u64(&s)[5]) {
+            u64 a[5], b[5];
 #pragma unroll
             for (int j = 0; j < 5; j++) {
                 const int i = c * (1 + dim) + j;
-                s[j] = c < k && j <= dim ? stot[i] + (lsum ? lsum[i] : 0) : 0;
+                const bool in = c < k && j <= dim;
+                a[j] = in ? stot[i] : 0;
+                b[j] = in ? lsum[i] : 0;
             }
+#pragma unroll
+            for (int j = 0; j < 5; j++) s[j] = a[j] + b[j];
         };
         char* rec = (char*)p.rec + (size_t)it * p.stride;
         u64* counts = (u64*)(rec + 32);
@@ -2282,16 +2335,17 @@ __device__ __forceinline__ bool lloyd_loop(const LloydLoop& L, u32& target) {
             if (c >= p.nfixed && w == 0) empty = 1;
             const float4 cf = scent[c];
             const float cx[4] = {cf.x, cf.y, cf.z, cf.w};
-            int x[4] = {0, 0, 0, 0};
+            int now[4], v[4], x[4] = {0, 0, 0, 0};
+#pragma unroll
+            for (int j = 0; j < 4; j++) now[j] = (int)cx[j] + p.center[j];
+            next_centroid(p, c, w, sj, now, v);
             i64 norm = 0;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 if (j >= dim) break;
-                const int now = (int)cx[j] + p.center[j];
-                const int v = next_coord(p, c, j, w, sj[j], now);
-                if (b0) next[c * dim + j] = v;
-                if (v != now) diff = 1;
-                const i64 xj = (i64)v - p.center[j];
+                if (b0) next[c * dim + j] = v[j];
+                if (v[j] != now[j]) diff = 1;
+                const i64 xj = (i64)v[j] - p.center[j];
                 if (xj > p.radius || -xj > p.radius) unfit = 1;
                 x[j] = (int)xj;
                 norm += xj * xj;
@@ -2363,28 +2417,34 @@ __device__ __forceinline__ bool lloyd_loop(const LloydLoop& L, u32& target) {
 extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8(const LloydLoop L) {
     u32 target = 0;
     lloyd_loop<0>(L, target);
+    grid_exit((u32*)L.bar);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16(const LloydLoop L) {
     u32 target = 0;
     lloyd_loop<1>(L, target);
+    grid_exit((u32*)L.bar);
 }
 // kq_lloyd_steps_fast_*_timed are the fast loops that also keep the block
 // stats (benchmarks); the others compile them out.
 extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8_timed(const LloydLoop L) {
     u32 target = 0;
     lloyd_loop<0, true>(L, target);
+    grid_exit((u32*)L.bar);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16_timed(const LloydLoop L) {
     u32 target = 0;
     lloyd_loop<1, true>(L, target);
+    grid_exit((u32*)L.bar);
 }
 extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p8(const LloydLoop L) {
     u32 target = 0;
     lloyd_loop<2>(L, target);
+    grid_exit((u32*)L.bar);
 }
 extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p16(const LloydLoop L) {
     u32 target = 0;
     lloyd_loop<3>(L, target);
+    grid_exit((u32*)L.bar);
 }
 // kq_lloyd_steps_fast_*_m2 are the loops of the two-m-tile fast kernels,
 // 32 points a warp and step: a small set's batches (batchKernelAt), where
@@ -2393,10 +2453,12 @@ extern "C" __global__ void __launch_bounds__(256) kq_lloyd_steps_small_p16(const
 extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p8_m2(const LloydLoop L) {
     u32 target = 0;
     lloyd_loop<4>(L, target);
+    grid_exit((u32*)L.bar);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) kq_lloyd_steps_fast_p16_m2(const LloydLoop L) {
     u32 target = 0;
     lloyd_loop<5>(L, target);
+    grid_exit((u32*)L.bar);
 }
 
 // PROF_SPLIT threads share a point in a profile's scan, each comparing it
@@ -2638,18 +2700,6 @@ struct LloydRun {
 static_assert(sizeof(LloydRun) == 584, "LloydRun layout");
 static_assert(__builtin_offsetof(LloydRun, sh) == 344, "LloydRun.sh");
 static_assert(__builtin_offsetof(LloydRun, pr) == 504, "LloydRun.pr");
-
-// grid_exit ends a kernel whose blocks meet at grid_sync without the host
-// zeroing the barrier before each launch: bar[1] counts the blocks done,
-// each after its last barrier, and the last of them zeroes both counters,
-// once no block waits on bar[0] any more; the next launch in the stream
-// finds them zero.
-__device__ __forceinline__ void grid_exit(u32* bar) {
-    if (threadIdx.x == 0 && atomicAdd(bar + 1, 1u) == gridDim.x - 1) {
-        atomicExch(bar, 0u);
-        atomicExch(bar + 1, 0u);
-    }
-}
 
 template <int KIND>
 __device__ __forceinline__ void lloyd_run(const LloydRun& R) {
@@ -3284,7 +3334,7 @@ static_assert(PP_MAXB <= 32 * 32, "pp_steps finds a chunk in two ballots");
 // (32 and 8) is the stride of the per-draw arrays.
 struct PPLoop {
     PPParams p;
-    u64 bar;    // u32 for grid_sync, zero before the launch
+    u64 bar;    // two u32 (grid_exit), zero at the first launch
     u64 btot;   // u64 [gridDim.x]: Σ w·D over each block's chunk of points, at the start
     u64 gtot;   // u64 [3][MT]: the gains of step s in gtot[s mod 3] (an atomic a block)
     u64 gblk;   // u64 [2][gridDim.x][MT]: each block's gains of step s in gblk[s mod 2]
@@ -3657,11 +3707,17 @@ __device__ __forceinline__ void pp_steps(const PPLoop& L) {
     if (blockIdx.x == 0 && threadIdx.x == 0) st->hi = pcg[0], st->lo = pcg[1];
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) kq_pp_steps(const PPLoop L) { pp_steps<PP_MAXT>(L); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_pp_steps(const PPLoop L) {
+    pp_steps<PP_MAXT>(L);
+    grid_exit((u32*)L.bar);
+}
 
 // kq_pp_steps_t8 is kq_pp_steps for at most 8 draws a step (2 + ln k for
 // k < 1097): a quarter of the unrolled gains.
-extern "C" __global__ void __launch_bounds__(256, 2) kq_pp_steps_t8(const PPLoop L) { pp_steps<8>(L); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_pp_steps_t8(const PPLoop L) {
+    pp_steps<8>(L);
+    grid_exit((u32*)L.bar);
+}
 
 // ------------------------------------------- pruned kernels: wuhong, bounds
 //
@@ -4747,12 +4803,17 @@ extern "C" __global__ void __launch_bounds__(RD_CSLOTS) kq_rd_compact(const RdPa
         } else {
             ((u32*)p.outw)[at] = (u32)w;
             tot = w;
+            i64 num[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                num[j] = j < p.dim ? (i64)p.lo[j] * (i64)w + (i64)p.g[j] * (i64)sums[(size_t)s * st + 1 + j] : 0;
+            int q[4];
+            round_div4(num, w, q);
 #pragma unroll
             for (int j = 0; j < 4; j++)
                 if (j < p.dim) {
-                    const int c = round_div((i64)p.lo[j] * (i64)w + (i64)p.g[j] * (i64)sums[(size_t)s * st + 1 + j], w);
-                    ((int*)p.outc)[(size_t)at * p.dim + j] = c;
-                    lo[j] = c, hi[j] = c;
+                    ((int*)p.outc)[(size_t)at * p.dim + j] = q[j];
+                    lo[j] = q[j], hi[j] = q[j];
                 }
         }
     }

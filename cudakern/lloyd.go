@@ -118,8 +118,6 @@ type batchState struct {
 	dCur, dRec     uint64
 	curCap, recCap int    // bytes
 	recs           []byte // host copy of the records (and of the profile)
-	dBar           uint64 // the loop kernels' grid barrier (launchCoop zeroes it)
-	dRunBar        uint64 // the run kernels' (breathe.go's chain; zeroed once, and they leave it zeroed)
 	launched       int    // the passes of the last batch launched a pass at a time
 }
 
@@ -608,12 +606,9 @@ func (bs *batchState) stepsLoop(b *Backend, kernel string, grid, smem int, kp *k
 	if !ok || !b.coop || lsmem > b.smem || os.Getenv("KQUANT_CUDA_LLOYD") == "launch" {
 		return false, nil
 	}
-	if bs.dBar == 0 {
-		bar, err := b.alloc(8)
-		if err != nil {
-			return false, err
-		}
-		bs.dBar = bar
+	bar, err := b.exitBarrier()
+	if err != nil {
+		return false, err
 	}
 	if t, ok := timedLoops[loop]; ok && lloydPhases != 0 {
 		loop = t
@@ -621,8 +616,8 @@ func (bs *batchState) stepsLoop(b *Backend, kernel string, grid, smem int, kp *k
 	// the loop kernel may hold fewer blocks at once than the pass kernel;
 	// the blocks split the points anyway
 	grid = b.blocks(loop, lsmem, grid)
-	ll := &lloydLoop{KP: *kp, LP: *lp, Bar: bs.dBar, Phases: lloydPhases, Bufs: bufs, Psmem: int32(psmem)}
-	err := b.launchCoop(loop, grid, 256, lsmem, unsafe.Pointer(ll), bs.dBar)
+	ll := &lloydLoop{KP: *kp, LP: *lp, Bar: bar, Phases: lloydPhases, Bufs: bufs, Psmem: int32(psmem)}
+	err = b.launchCoop(loop, grid, 256, lsmem, unsafe.Pointer(ll), 0)
 	runtime.KeepAlive(ll)
 	if err == errCoopTooLarge {
 		return false, nil
@@ -633,9 +628,7 @@ func (bs *batchState) stepsLoop(b *Backend, kernel string, grid, smem int, kp *k
 func (bs *batchState) release(b *Backend) {
 	b.free(bs.dCur)
 	b.free(bs.dRec)
-	b.free(bs.dBar)
-	b.free(bs.dRunBar)
-	bs.dCur, bs.dRec, bs.curCap, bs.recCap, bs.dBar, bs.dRunBar = 0, 0, 0, 0, 0, 0
+	bs.dCur, bs.dRec, bs.curCap, bs.recCap = 0, 0, 0, 0
 }
 
 var _ kmeans.LloydRunner = (*session)(nil)

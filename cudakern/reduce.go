@@ -84,7 +84,7 @@ type rdParams struct {
 type rdLoop struct {
 	P     rdParams
 	Root  rdPart
-	Bar   uint64 // reducedSets.bar
+	Bar   uint64 // the Backend's exitBarrier
 	PHist uint64 // the parts' histograms, u32 [2^Fin − 1][256]
 	Fin   int32
 	Pad0  int32
@@ -358,24 +358,16 @@ func (s *session) reduceLevels(p *rdParams, root rdPart, plan reducePlan, src, d
 	if !b.coop || os.Getenv("KQUANT_CUDA_REDUCE") == "launch" {
 		return false, nil
 	}
-	rs := &b.red
-	if rs.bar == 0 {
-		bar, err := b.alloc(8)
-		if err != nil {
-			return false, err
-		}
-		if err := b.memset32(bar, 0, 2); err != nil {
-			b.free(bar)
-			return false, err
-		}
-		rs.bar = bar
+	bar, err := b.exitBarrier()
+	if err != nil {
+		return false, err
 	}
 	phist, err := b.alloc(1024 * (1<<plan.fin - 1))
 	if err != nil {
 		return false, err
 	}
 	defer b.free(phist)
-	lp := &rdLoop{P: *p, Root: root, Bar: rs.bar, PHist: phist, Fin: int32(plan.fin)}
+	lp := &rdLoop{P: *p, Root: root, Bar: bar, PHist: phist, Fin: int32(plan.fin)}
 	lp.P.Src, lp.P.Dst, lp.P.Parts = src, dst, parts
 	// the most blocks any phase has: the tiles of a level, or kq_rd_finish's parts
 	grid := b.blocks(kRdLevels, 0, max(plan.maxTiles(), 1<<plan.fin))
@@ -404,7 +396,6 @@ type reduced struct {
 type reducedSets struct {
 	mu   sync.Mutex
 	sets []*reduced
-	bar  uint64 // kq_rd_levels' grid barrier (the context's thread; zeroed once, and it leaves it zeroed)
 }
 
 // reducedKept is the most reduced sets kept: the oldest gives way.
@@ -443,8 +434,6 @@ func (rs *reducedSets) drain(b *Backend) {
 		r.free(b)
 	}
 	rs.sets = nil
-	b.free(rs.bar)
-	rs.bar = 0
 }
 
 // free gives r's device buffers back (the context's thread).

@@ -119,8 +119,9 @@ const ppPhaseSlots = 8
 // loop returns the parameters of kq_pp_steps (stride mt: 8 for
 // kq_pp_steps_t8, else ppMaxT) on grid blocks for p, with its buffers in
 // one allocation of the bytes it returns from base (base 0: to size it):
-// the barrier, the blocks' totals, the gains of three steps, each block's
-// of two, the group sums' second buffer, each group's gains of two steps.
+// the blocks' totals, the gains of three steps, each block's of two, the
+// group sums' second buffer, each group's gains of two steps. (Its grid
+// barrier is the Backend's exitBarrier.)
 func (st *seedState) loop(p *ppParams, base uint64, grid, mt int) (*ppLoop, int) {
 	lp := &ppLoop{P: *p}
 	off := uint64(0)
@@ -129,7 +130,6 @@ func (st *seedState) loop(p *ppParams, base uint64, grid, mt int) (*ppLoop, int)
 		off += 8 * uint64(words)
 		return a
 	}
-	lp.Bar = next(1)
 	lp.Btot = next(grid)
 	lp.Gtot = next(3 * mt)
 	lp.Gblk = next(2 * grid * mt)
@@ -161,12 +161,16 @@ func (st *seedState) stepsCoop(b *Backend, p *ppParams, steps int) (bool, error)
 	if err := b.grow(&st.dLoop, &st.loopBytes, bytes); err != nil {
 		return false, err
 	}
+	bar, err := b.exitBarrier()
+	if err != nil {
+		return false, err
+	}
 	lp, _ := st.loop(p, st.dLoop, grid, mt)
-	lp.Chunk, lp.Phases = int32(chunk), ppPhases
+	lp.Bar, lp.Chunk, lp.Phases = bar, int32(chunk), ppPhases
 	defer runtime.KeepAlive(lp)
 	for left := steps; left > 0; left -= coopSteps {
 		lp.Steps = int32(min(left, coopSteps)) // the launch copies lp
-		err := b.launchCoop(name, grid, 256, 0, unsafe.Pointer(lp), lp.Bar)
+		err := b.launchCoop(name, grid, 256, 0, unsafe.Pointer(lp), 0)
 		if err == errCoopTooLarge && left == steps {
 			return false, nil
 		}

@@ -1,0 +1,50 @@
+# Shared steps of the bench/gpu/h100-s34-* device scripts (sourced, POSIX sh).
+# (Session 34's scripts ran with these steps written out in each; they were
+# moved here after the calls, unchanged.)
+# kq_setup DIR: unpack DIR/p.txz (the test binaries, and kquant where the
+# call has it) into $B=/tmp/b; $I the images (DIR/imgs, also
+# KQUANT_IMAGES); $R the tree, $O the call's $OUT; el the seconds since.
+kq_setup() {
+	R=$PWD; O=$OUT; B=/tmp/b; I=$R/$1/imgs
+	mkdir -p $B /tmp/q /tmp/g; tar xJf $R/$1/p.txz -C $B
+	export KQUANT_IMAGES=$I
+	t0=$(date +%s)
+}
+el() { echo $(( $(date +%s)-t0 )); }
+
+# kq_build rebuilds cudakern/kernels.fatbin (scripts/gpu-check.sh's build
+# step), gzips it and its sha256 into $O, and sets $F to it.
+kq_build() {
+	OUT=/tmp/build STEPS=build GPU=$B sh scripts/gpu-check.sh > /tmp/g/build.txt 2>&1
+	echo "build rc=$? $(el) s: $(tail -1 /tmp/g/build.txt)"
+	grep -i "error" /tmp/g/build.txt | head -10
+	gzip -c cudakern/kernels.fatbin > $O/kernels.fatbin.gz; cp cudakern/kernels.fatbin.sha256 $O/
+	F=$R/cudakern/kernels.fatbin
+}
+
+# kq_tests runs every cudakern test on $F into $O/tests.log and counts them.
+kq_tests() {
+	(cd cudakern && KQUANT_FATBIN=$F timeout 200 $B/cudakern.test -test.v -test.timeout 190s) > $O/tests.log 2>&1
+	echo "tests rc=$? $(el) s: $(grep -c '^--- PASS' $O/tests.log) pass, $(grep -c '^--- FAIL' $O/tests.log) fail, $(grep -c '^--- SKIP' $O/tests.log) skip, $(grep -c identical $O/tests.log) identical"
+	grep -E '^--- FAIL|^--- SKIP|panic' $O/tests.log | head -20
+}
+
+# kq_e2e runs kquant quantize with --backend cpu and --backend cuda (on $F)
+# on every image at k = 16 and 256 and compares the bytes ($O/e2e.txt).
+kq_e2e() {
+	same=0; diff=0
+	for f in $I/*.png $I/*.jpg; do
+		for k in 16 256; do
+			n=$(basename $f); n=${n%.*}
+			$B/kquant quantize --backend cpu -k $k --force -o /tmp/q/$n-$k-cpu.png $f 2>>/tmp/q/err
+			KQUANT_FATBIN=$F $B/kquant quantize --backend cuda -k $k --force --json -o /tmp/q/$n-$k-cuda.png $f > /tmp/q/$n-$k.json 2>>/tmp/q/err
+			if cmp -s /tmp/q/$n-$k-cpu.png /tmp/q/$n-$k-cuda.png; then same=$((same+1)); else diff=$((diff+1)); echo "DIFFERS $n k=$k"; fi
+			echo "$n k=$k $(grep -o '"cluster":[0-9.]*' /tmp/q/$n-$k.json)"
+		done
+	done > $O/e2e.txt
+	echo "e2e: $same same bytes, $diff differ $(el) s" | tee -a $O/e2e.txt
+}
+
+# kq_bin V: the test binary of variant V (old: cudakern-old.test on its
+# embedded fatbin; new: cudakern.test).
+kq_bin() { if [ $1 = old ]; then echo $B/cudakern-old.test; else echo $B/cudakern.test; fi; }
