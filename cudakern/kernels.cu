@@ -4217,7 +4217,8 @@ extern "C" __global__ void __launch_bounds__(256) kq_gather(const GatherParams p
 #define RD_EMPTY 2
 #define RD_TILE 2048  // kq_rd_hist and kq_rd_scatter: 256 threads, 8 points each
 #define RD_FIN 1024   // the most points of a part kq_rd_finish splits
-#define RD_HEAP 2048  // kq_rd_finish's nodes: heap index 1 (the part) to RD_HEAP - 1
+#define RD_TOP 2       // kq_rd_finish's last sub-level with the block in step (a heap of its cuts)
+#define RD_STACK 8     // the right children a warp of kq_rd_finish keeps: one a sub-level past RD_TOP + 1 (S ≤ 10)
 
 struct RdPart {
     int first, count;            // the part's points: perm[first .. first+count)
@@ -4226,6 +4227,14 @@ struct RdPart {
 };
 
 static_assert(sizeof(RdPart) == 32, "RdPart layout");
+
+// RdNode is a node of kq_rd_finish on a warp's stack: its points, box,
+// sub-level and index in it.
+struct RdNode {
+    int first, count;
+    u32 lo, hi;
+    int s, j;
+};
 
 struct RdParams {
     u64 pts;     // u32 fmtP8 word per point
@@ -4619,8 +4628,9 @@ __device__ int rd_split_warp(const RdPart& nd, const u32* si, const u32* sw, u32
 // 170.2 µs under ncu).
 __device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, int vb) {
     __shared__ u32 ia[RD_FIN], ib[RD_FIN], wa[RD_FIN], wb[RD_FIN];  // weights, words: two buffers each
-    __shared__ u32 heap[RD_HEAP];
+    __shared__ u32 heap[1 << (RD_TOP + 1)];
     __shared__ u32 hist[8][256];
+    __shared__ RdNode stack[8][RD_STACK];
     const int part = vb, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const RdPart pt = ((const RdPart*)lv.parts)[part];
     const int S = p.depth - lv.level;
@@ -4638,38 +4648,70 @@ __device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, 
         ia[k] = W ? W[i] : 1u, wa[k] = pts[i];
     }
     __syncthreads();
-    u32 *si = ia, *sw = wa, *di = ib, *dw = wb;
-    for (int s = 0; s <= S; s++) {
+    // node j of sub-level s ≤ RD_TOP + 1, from the cuts of its ancestors
+    // in the heap; alive unless one of them did not split
+    auto node = [&](int s, int j, RdPart& nd) {
+        nd = pt;
+        nd.first = 0;
+        for (int r = 0; r < s; r++) {
+            const u32 a = heap[(1 << r) + (j >> (s - r))];
+            if ((a & 3) != RD_SPLIT) return false;
+            const int ax = a >> 2 & 3, v = a >> 8 & 255, mid = nd.count / 2;
+            if (j >> (s - 1 - r) & 1) nd.first += mid, nd.count -= mid, nd.lo = rd_set_step(nd.lo, ax, v);
+            else nd.count = mid, nd.hi = rd_set_step(nd.hi, ax, v);
+        }
+        return true;
+    };
+    // level s's points are in buffer s & 1: (ia, wa) or (ib, wb)
+    auto ws = [&](int s) { return s & 1 ? ib : ia; };
+    auto xs = [&](int s) { return s & 1 ? wb : wa; };
+    for (int s = 0; s <= min(S, RD_TOP); s++) {
         for (int j = warp; j < (1 << s); j += 8) {
-            RdPart nd = pt;
-            nd.first = 0;
-            bool alive = true;
-            for (int r = 0; r < s; r++) {
-                const u32 a = heap[(1 << r) + (j >> (s - r))];
-                if ((a & 3) != RD_SPLIT) {
-                    alive = false;
-                    break;
-                }
-                const int ax = a >> 2 & 3, v = a >> 8 & 255, mid = nd.count / 2;
-                if (j >> (s - 1 - r) & 1) nd.first += mid, nd.count -= mid, nd.lo = rd_set_step(nd.lo, ax, v);
-                else nd.count = mid, nd.hi = rd_set_step(nd.hi, ax, v);
-            }
+            RdPart nd;
             u32 code = RD_EMPTY;
-            if (alive) {
+            if (node(s, j, nd)) {
                 rd_decide(nd, lv.level + s, p);
                 if (nd.state == RD_LEAF) {
-                    rd_emit_warp(p, si + nd.first, sw + nd.first, nd.count, base + ((u64)j << (S - s)));
+                    rd_emit_warp(p, ws(s) + nd.first, xs(s) + nd.first, nd.count, base + ((u64)j << (S - s)));
                     code = RD_LEAF;
                 } else if (nd.state == RD_SPLIT) {
-                    const int v = rd_split_warp(nd, si, sw, di, dw, hist[warp]);
+                    const int v = rd_split_warp(nd, ws(s), xs(s), ws(s + 1), xs(s + 1), hist[warp]);
                     code = RD_SPLIT | nd.axis << 2 | v << 8;
                 }
             }
             if (lane == 0) heap[(1 << s) + j] = code;
         }
         __syncthreads();
-        u32* t = si;
-        si = di, di = t, t = sw, sw = dw, dw = t;
+    }
+    if (S <= RD_TOP) return;
+    // Below, warp w takes node w of sub-level RD_TOP + 1 and its subtree
+    // depth first, alone: the subtrees hold as many points as each other
+    // (each cut at a median), and no barrier of the block nor a walk from
+    // the root comes between a node and its children. A split goes on
+    // with its left child, the right one on the warp's stack.
+    RdNode* const st = stack[warp];
+    RdPart nd;
+    if (!node(RD_TOP + 1, warp, nd)) return;
+    int s = RD_TOP + 1, j = warp, sp = 0;
+    for (;;) {
+        rd_decide(nd, lv.level + s, p);
+        if (nd.state == RD_SPLIT) {
+            const int v = rd_split_warp(nd, ws(s), xs(s), ws(s + 1), xs(s + 1), hist[warp]);
+            __syncwarp();
+            const int mid = nd.count / 2;
+            if (lane == 0) st[sp] = {nd.first + mid, nd.count - mid, rd_set_step(nd.lo, nd.axis, v), nd.hi, s + 1, 2 * j + 1};
+            sp++;
+            nd.count = mid, nd.hi = rd_set_step(nd.hi, nd.axis, v);
+            s++, j *= 2;
+            continue;
+        }
+        if (nd.state == RD_LEAF) rd_emit_warp(p, ws(s) + nd.first, xs(s) + nd.first, nd.count, base + ((u64)j << (S - s)));
+        if (sp == 0) break;
+        __syncwarp();
+        const RdNode e = st[--sp];
+        nd = pt;
+        nd.first = e.first, nd.count = e.count, nd.lo = e.lo, nd.hi = e.hi;
+        s = e.s, j = e.j;
     }
 }
 

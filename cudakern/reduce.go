@@ -33,7 +33,8 @@ import (
 // its part's axis, kq_rd_select finds each part's median from them and
 // each tile's offsets, kq_rd_scatter moves the indices. Then kq_rd_finish
 // takes a part a block, in shared memory, down to the leaves (a warp a
-// node: ranks by counting up to 32 points, else a histogram), and every
+// node: ranks by counting up to 32 points, else a histogram; past the
+// third sub-level each warp takes a subtree depth first), and every
 // leaf writes its weight and weighted step sums to the slot of its
 // leftmost descendant at the last level, so that kq_rd_count and
 // kq_rd_compact, a block a 1024 slots, give the parts that weigh anything
@@ -51,7 +52,7 @@ import (
 const (
 	rdTile     = 2048 // a tile of kq_rd_hist and kq_rd_scatter: 256 threads, 8 points each (RD_TILE)
 	rdFin      = 1024 // the most points of a part that kq_rd_finish takes (RD_FIN)
-	rdHeap     = 2048 // kq_rd_finish's nodes, 1 + the heap index of the last (RD_HEAP)
+	rdHeap     = 2048 // 2 << the most sub-levels of kq_rd_finish (10, which its warps' stacks hold: RD_STACK)
 	rdMaxDepth = 16   // the most halvings: kq_rd_compact's slots
 	rdCSlots   = 1024 // the slots of a block of kq_rd_count and kq_rd_compact (RD_CSLOTS)
 )

@@ -444,9 +444,10 @@ func (m *rdModel) scatter(parts []rdPart, tpp, b int) {
 	}
 }
 
-// finish is kq_rd_finish's block b, a warp's node at a time: the warps
-// of a sub-level write disjoint nodes and points, so their order does
-// not matter.
+// finish is kq_rd_finish's block b, a warp's node at a time, sub-level
+// by sub-level (the kernel goes depth first past its first sub-levels):
+// the nodes of a sub-level write disjoint points and slots, so their
+// order does not matter.
 func (m *rdModel) finish(pt rdPart, b int) {
 	S := m.depth - m.level
 	base := b << S

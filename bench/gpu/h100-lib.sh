@@ -48,3 +48,7 @@ kq_e2e() {
 # kq_bin V: the test binary of variant V (old: cudakern-old.test on its
 # embedded fatbin; new: cudakern.test).
 kq_bin() { if [ $1 = old ]; then echo $B/cudakern-old.test; else echo $B/cudakern.test; fi; }
+
+# kq_check is kq_build, kq_tests and kq_e2e: the fatbin of the tree,
+# rebuilt and checked.
+kq_check() { kq_build; kq_tests; kq_e2e; }

@@ -14,9 +14,7 @@
 set -u
 . bench/gpu/h100-lib.sh
 kq_setup .gpu/s34
-kq_build
-kq_tests
-kq_e2e
+kq_check
 head -5 /tmp/q/err
 cd cudakern
 for v in old new; do

@@ -15,9 +15,7 @@
 set -u
 . bench/gpu/h100-lib.sh
 kq_setup .gpu/s34
-kq_build
-kq_tests
-kq_e2e
+kq_check
 cd cudakern
 for r in 1 2; do
 	for v in old new; do
