@@ -52,3 +52,27 @@ kq_bin() { if [ $1 = old ]; then echo $B/cudakern-old.test; else echo $B/cudaker
 # kq_check is kq_build, kq_tests and kq_e2e: the fatbin of the tree,
 # rebuilt and checked.
 kq_check() { kq_build; kq_tests; kq_e2e; }
+
+# kq_reduce_ab: old against new (new on $F) on the reduced set's kernels:
+# ncu's durations of kq_rd_levels and, with KQUANT_CUDA_REDUCE=launch, of
+# kq_rd_finish alone (graf1 and home into 32768 parts, 3 reductions each;
+# $O/ncu.txt), then BenchmarkReduce, 2 rounds ($O/reduce.txt).
+kq_reduce_ab() {
+	(
+	cd cudakern
+	for v in old new; do
+		for img in graf1.png home.jpg; do
+			KQUANT_FATBIN=$([ $v = new ] && echo $F) timeout 60 ncu --clock-control none -k regex:kq_rd_levels --metrics gpu__time_duration.sum $(kq_bin $v) -test.run '^$' -test.bench "BenchmarkReduce/$img/32768/fin=7\$" -test.benchtime 3x > /tmp/g/ncu.log 2>&1
+			echo "$v $img kq_rd_levels: $(grep gpu__time_duration /tmp/g/ncu.log | awk '{print $NF}' | tr '\n' ' ')"
+			KQUANT_CUDA_REDUCE=launch KQUANT_FATBIN=$([ $v = new ] && echo $F) timeout 60 ncu --clock-control none -k regex:kq_rd_finish --metrics gpu__time_duration.sum $(kq_bin $v) -test.run '^$' -test.bench "BenchmarkReduce/$img/32768/fin=7\$" -test.benchtime 3x > /tmp/g/ncu.log 2>&1
+			echo "$v $img kq_rd_finish: $(grep gpu__time_duration /tmp/g/ncu.log | awk '{print $NF}' | tr '\n' ' ')"
+		done
+	done | tee $O/ncu.txt
+	for r in 1 2; do
+		for v in old new; do
+			echo "== $r $v"
+			KQUANT_FATBIN=$([ $v = new ] && echo $F) timeout 100 $(kq_bin $v) -test.run '^$' -test.bench 'BenchmarkReduce/.*/32768/fin=7$' -test.benchtime 100x 2>&1 | grep -E 'ns/op|FAIL|panic' | sed 's/  */ /g'
+		done
+	done | tee $O/reduce.txt
+	)
+}
