@@ -6,6 +6,7 @@
 # it, its embedded fatbin) against new: ncu's durations of kq_rd_levels and,
 # with KQUANT_CUDA_REDUCE=launch, of kq_rd_finish alone (graf1 and home into
 # 32768 parts, 3 reductions each), and BenchmarkReduce, 2 rounds.
+# (Not kept: the change was reverted after this call.)
 # Binaries: .gpu/s34/p.txz; images .gpu/s34/imgs; carry [".gpu/s34"].
 set -u
 . bench/gpu/h100-lib.sh
