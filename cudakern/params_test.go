@@ -134,6 +134,78 @@ func TestHalfBits(t *testing.T) {
 	}
 }
 
+// TestRoundDiv4Bound checks the bound that round_div4 of kernels.cu
+// rests on: where w < 2^61 and the fp32 estimate of s/w is below 2^20 in
+// magnitude, the floor of that estimate plus 1/2, corrected by one step
+// of the exact remainder either way, is s/w rounded half up (kmeans'
+// roundDiv). The estimate is the device's: s and w converted to fp32, a
+// reciprocal up to 1 ulp off the rounded one (rcp.approx's bound), and
+// the product, here with 2 ulp more either way as a margin. (With 6 ulp
+// off on both the floor can be off by two: the bound is not loose.) The
+// quotients are random below 2^20 and the weights at every scale up to
+// 2^40, with remainders near a half among them.
+func TestRoundDiv4Bound(t *testing.T) {
+	exact := func(s int64, w uint64) int64 {
+		iw := int64(w)
+		q, rem := s/iw, s%iw
+		if rem < 0 {
+			q, rem = q-1, rem+iw
+		}
+		if 2*rem >= iw {
+			q++
+		}
+		return q
+	}
+	nudge := func(f float32, ulps int) float32 {
+		for ; ulps > 0; ulps-- {
+			f = math.Nextafter32(f, float32(math.Inf(1)))
+		}
+		for ; ulps < 0; ulps++ {
+			f = math.Nextafter32(f, float32(math.Inf(-1)))
+		}
+		return f
+	}
+	r := rand.New(rand.NewPCG(34, 4))
+	fast := 0
+	for range 100000 {
+		w := r.Uint64N(1<<r.IntN(41)) + 1
+		if r.IntN(4) == 0 {
+			w = r.Uint64N(16) + 1
+		}
+		q := r.Int64N(1<<21) - 1<<20
+		rem := int64(r.Uint64N(w))
+		if r.IntN(3) == 0 {
+			rem = min(max(int64(w/2)+r.Int64N(3)-1, 0), int64(w)-1)
+		}
+		s := q*int64(w) + rem
+		want := exact(s, w)
+		for er := -1; er <= 1; er++ {
+			for ep := -2; ep <= 2; ep++ {
+				rw := nudge(float32(1)/float32(w), er)
+				fq := nudge(float32(float32(s)*rw), ep)
+				if float32(math.Abs(float64(fq))) >= 1<<20 {
+					continue // round_div4 divides
+				}
+				fast++
+				r0 := int64(math.Floor(float64(float32(fq + 0.5))))
+				d2 := 2 * (s - r0*int64(w))
+				got := r0
+				if d2 >= int64(w) {
+					got++
+				} else if d2 < -int64(w) {
+					got--
+				}
+				if got != want {
+					t.Fatalf("s = %d, w = %d, estimate %v (%+d, %+d ulp): %d, want %d", s, w, fq, er, ep, got, want)
+				}
+			}
+		}
+	}
+	if fast < 1000000 {
+		t.Errorf("only %d estimates below 2^20", fast)
+	}
+}
+
 func TestFastRadius(t *testing.T) {
 	for dim := 1; dim <= fastMaxDim; dim++ {
 		r := fastRadius(dim)
