@@ -4220,6 +4220,15 @@ extern "C" __global__ void __launch_bounds__(256) kq_gather(const GatherParams p
 #define RD_TOP 2       // kq_rd_finish's last sub-level with the block in step (a heap of its cuts)
 #define RD_STACK 8     // the right children a warp of kq_rd_finish keeps: one a sub-level past RD_TOP + 1 (S ≤ 10)
 
+// RD_PHASES is the slots of RdLoop.phases, block 0's thread 0's cycles in
+// kq_rd_levels: 0. the start (and its barrier); the levels' 1. histograms
+// and 2. splits (each with its barrier); then kq_rd_finish's 3. load of
+// its part's points, 4. sub-levels 0 to RD_TOP, and on warp 0's subtree
+// 5. the splits of more than 32 points, 6. those of at most 32, 7. the
+// leaves, 8. the rest (decisions, the stack); then the counts of 9. those
+// larger splits, 10. smaller ones, 11. leaves and 12. launches.
+#define RD_PHASES 13
+
 struct RdPart {
     int first, count;            // the part's points: perm[first .. first+count)
     u32 lo, hi;                  // its box in steps, byte j for axis j
@@ -4626,7 +4635,7 @@ __device__ int rd_split_warp(const RdPart& nd, const u32* si, const u32* sw, u32
 // that a leaf's sums read shared memory only, not the weights through the
 // indices (a dependent global load a leaf; graf1's kq_rd_levels 172.7 →
 // 170.2 µs under ncu).
-__device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, int vb) {
+__device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, int vb, const u64& phases) {
     __shared__ u32 ia[RD_FIN], ib[RD_FIN], wa[RD_FIN], wb[RD_FIN];  // weights, words: two buffers each
     __shared__ u32 heap[1 << (RD_TOP + 1)];
     __shared__ u32 hist[8][256];
@@ -4640,6 +4649,7 @@ __device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, 
         rd_emit_block(p, (const u32*)lv.src + pt.first, pt.count, base);
         return;
     }
+    PhaseClock clk(phases);
     const u32* src = (const u32*)lv.src + pt.first;
     const u32* pts = (const u32*)p.pts;
     const u32* W = (const u32*)p.w;
@@ -4648,6 +4658,7 @@ __device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, 
         ia[k] = W ? W[i] : 1u, wa[k] = pts[i];
     }
     __syncthreads();
+    clk.mark(3);
     // node j of sub-level s ≤ RD_TOP + 1, from the cuts of its ancestors
     // in the heap; alive unless one of them did not split
     auto node = [&](int s, int j, RdPart& nd) {
@@ -4683,6 +4694,7 @@ __device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, 
         }
         __syncthreads();
     }
+    clk.mark(4);
     if (S <= RD_TOP) return;
     // Below, warp w takes node w of sub-level RD_TOP + 1 and its subtree
     // depth first, alone: the subtrees hold as many points as each other
@@ -4695,9 +4707,12 @@ __device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, 
     int s = RD_TOP + 1, j = warp, sp = 0;
     for (;;) {
         rd_decide(nd, lv.level + s, p);
+        clk.mark(8);
         if (nd.state == RD_SPLIT) {
             const int v = rd_split_warp(nd, ws(s), xs(s), ws(s + 1), xs(s + 1), hist[warp]);
             __syncwarp();
+            clk.mark(nd.count > 32 ? 5 : 6, (u64)v);
+            clk.count(nd.count > 32 ? 9 : 10);
             const int mid = nd.count / 2;
             if (lane == 0) st[sp] = {nd.first + mid, nd.count - mid, rd_set_step(nd.lo, nd.axis, v), nd.hi, s + 1, 2 * j + 1};
             sp++;
@@ -4705,7 +4720,11 @@ __device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, 
             s++, j *= 2;
             continue;
         }
-        if (nd.state == RD_LEAF) rd_emit_warp(p, ws(s) + nd.first, xs(s) + nd.first, nd.count, base + ((u64)j << (S - s)));
+        if (nd.state == RD_LEAF) {
+            rd_emit_warp(p, ws(s) + nd.first, xs(s) + nd.first, nd.count, base + ((u64)j << (S - s)));
+            clk.mark(7);
+            clk.count(11);
+        }
         if (sp == 0) break;
         __syncwarp();
         const RdNode e = st[--sp];
@@ -4715,7 +4734,10 @@ __device__ __forceinline__ void rd_finish(const RdParams& p, const RdLevel& lv, 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) kq_rd_finish(const RdParams p) { rd_finish(p, rd_level(p), blockIdx.x); }
+extern "C" __global__ void __launch_bounds__(256) kq_rd_finish(const RdParams p) {
+    const u64 none = 0;
+    rd_finish(p, rd_level(p), blockIdx.x, none);
+}
 
 // kq_rd_levels makes, in one cooperative launch, what kq_rd_init, each
 // level's kq_rd_hist, kq_rd_select and kq_rd_scatter and kq_rd_finish make
@@ -4731,12 +4753,18 @@ struct RdLoop {
     u64 bar;     // two u32, zero at the first launch
     u64 phist;   // u32 [2^fin − 1][256]: the parts' histograms, each level's after the one before's
     int fin, pad0;
+    u64 phases;  // u64 [RD_PHASES] or 0: block 0's SM cycles in each phase (benchmarks)
 };
 
-static_assert(sizeof(RdLoop) == 224, "RdLoop layout");
+static_assert(sizeof(RdLoop) == 232, "RdLoop layout");
 static_assert(__builtin_offsetof(RdLoop, bar) == 200, "RdLoop.bar");
 
-extern "C" __global__ void __launch_bounds__(256, 2) kq_rd_levels(const RdLoop L) {
+// rd_levels is kq_rd_levels' body; its _timed form (TIMED) also adds
+// block 0's cycles to L.phases, which the other never reads.
+template <bool TIMED>
+__device__ __forceinline__ void rd_levels(const RdLoop& L) {
+    const u64 none = 0;
+    const u64& phases = TIMED ? L.phases : none;
     u32* const bar = (u32*)L.bar;
     u32 target = 0;
     const RdParams& p = L.p;
@@ -4749,7 +4777,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) kq_rd_levels(const RdLoop L
     u32* const phist = (u32*)L.phist;
     for (int i = gt; i < (((1 << fin) - 1) << 8); i += gs) phist[i] = 0;
     if (gt == 0) parts[0] = L.root;
+    PhaseClock clk(phases);
     grid_sync(bar, target);
+    clk.mark(0);
     RdLevel lv = {p.src, p.dst, 0, 0, 0, 0};
     for (int l = 0; l < fin; l++) {
         lv.parts = (u64)(parts + ((1 << l) - 1)), lv.kids = (u64)(parts + ((2 << l) - 1));
@@ -4761,21 +4791,27 @@ extern "C" __global__ void __launch_bounds__(256, 2) kq_rd_levels(const RdLoop L
             __syncthreads();
         }
         grid_sync(bar, target);
+        clk.mark(1);
         for (int vb = blockIdx.x; vb < tiles; vb += gridDim.x) {
             rd_split(p, lv, vb, lh);
             __syncthreads();
         }
         grid_sync(bar, target);
+        clk.mark(2);
         const u64 t = lv.src;
         lv.src = lv.dst, lv.dst = t;
     }
     lv.parts = (u64)(parts + ((1 << fin) - 1)), lv.kids = 0, lv.level = fin, lv.tpp = 0;
     for (int vb = blockIdx.x; vb < 1 << fin; vb += gridDim.x) {
-        rd_finish(p, lv, vb);
+        rd_finish(p, lv, vb, phases);
         __syncthreads();
     }
+    clk.count(RD_PHASES - 1);
     grid_exit(bar);
 }
+
+extern "C" __global__ void __launch_bounds__(256, 2) kq_rd_levels(const RdLoop L) { rd_levels<false>(L); }
+extern "C" __global__ void __launch_bounds__(256, 2) kq_rd_levels_timed(const RdLoop L) { rd_levels<true>(L); }
 
 // kq_rd_count and kq_rd_compact: a block a 1024 slots (RD_CSLOTS). The
 // slots that weigh anything, in order, become the parts: the weight and

@@ -81,9 +81,10 @@ func TestParamsLayout(t *testing.T) {
 			unsafe.Sizeof(lr), unsafe.Offsetof(lr.Shrink), unsafe.Offsetof(lr.Prof))
 	}
 	var rl rdLoop
-	if unsafe.Sizeof(rl) != 224 || unsafe.Offsetof(rl.Root) != 168 || unsafe.Offsetof(rl.Bar) != 200 || unsafe.Offsetof(rl.Fin) != 216 {
-		t.Errorf("rdLoop: size %d, Root at %d, Bar at %d, Fin at %d; want 224, 168, 200, 216",
-			unsafe.Sizeof(rl), unsafe.Offsetof(rl.Root), unsafe.Offsetof(rl.Bar), unsafe.Offsetof(rl.Fin))
+	if unsafe.Sizeof(rl) != 232 || unsafe.Offsetof(rl.Root) != 168 || unsafe.Offsetof(rl.Bar) != 200 || unsafe.Offsetof(rl.Fin) != 216 ||
+		unsafe.Offsetof(rl.Phases) != 224 {
+		t.Errorf("rdLoop: size %d, Root at %d, Bar at %d, Fin at %d, Phases at %d; want 232, 168, 200, 216, 224",
+			unsafe.Sizeof(rl), unsafe.Offsetof(rl.Root), unsafe.Offsetof(rl.Bar), unsafe.Offsetof(rl.Fin), unsafe.Offsetof(rl.Phases))
 	}
 	var pl ppLoop
 	if unsafe.Sizeof(pl) != 472 || unsafe.Offsetof(pl.Bar) != 408 || unsafe.Offsetof(pl.Steps) != 456 || unsafe.Offsetof(pl.Phases) != 464 {

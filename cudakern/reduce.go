@@ -83,13 +83,27 @@ type rdParams struct {
 
 // rdLoop mirrors struct RdLoop of kernels.cu (kq_rd_levels).
 type rdLoop struct {
-	P     rdParams
-	Root  rdPart
-	Bar   uint64 // the Backend's exitBarrier
-	PHist uint64 // the parts' histograms, u32 [2^Fin − 1][256]
-	Fin   int32
-	Pad0  int32
+	P      rdParams
+	Root   rdPart
+	Bar    uint64 // the Backend's exitBarrier
+	PHist  uint64 // the parts' histograms, u32 [2^Fin − 1][256]
+	Fin    int32
+	Pad0   int32
+	Phases uint64 // rdPhases
 }
+
+// rdPhases, if not 0, is a device buffer of rdPhaseSlots uint64s to which
+// kq_rd_levels_timed, launched instead of kq_rd_levels, adds block 0's SM
+// cycles in each of its phases, and counts (RD_PHASES of kernels.cu;
+// BenchmarkReducePhases).
+var rdPhases uint64
+
+// rdPhaseNames are the phases of rdPhases' first slots; then come the
+// counts of the finish's larger splits, smaller splits and leaves on block
+// 0's warp 0, and of the launches.
+var rdPhaseNames = []string{"start", "hist", "split", "fin-load", "fin-top", "fin-split-big", "fin-split-small", "fin-leaves", "fin-rest"}
+
+const rdPhaseSlots = 13
 
 // rdScal mirrors struct RdScal of kernels.cu: kq_rd_compact's count of
 // the parts, whether one was too heavy, their bounds and total weight.
@@ -368,11 +382,15 @@ func (s *session) reduceLevels(p *rdParams, root rdPart, plan reducePlan, src, d
 		return false, err
 	}
 	defer b.free(phist)
-	lp := &rdLoop{P: *p, Root: root, Bar: bar, PHist: phist, Fin: int32(plan.fin)}
+	lp := &rdLoop{P: *p, Root: root, Bar: bar, PHist: phist, Fin: int32(plan.fin), Phases: rdPhases}
 	lp.P.Src, lp.P.Dst, lp.P.Parts = src, dst, parts
 	// the most blocks any phase has: the tiles of a level, or kq_rd_finish's parts
-	grid := b.blocks(kRdLevels, 0, max(plan.maxTiles(), 1<<plan.fin))
-	err = b.launchCoop(kRdLevels, grid, 256, 0, unsafe.Pointer(lp), 0)
+	kernel := kRdLevels
+	if rdPhases != 0 {
+		kernel = kRdLevelsT
+	}
+	grid := b.blocks(kernel, 0, max(plan.maxTiles(), 1<<plan.fin))
+	err = b.launchCoop(kernel, grid, 256, 0, unsafe.Pointer(lp), 0)
 	runtime.KeepAlive(lp)
 	if err == errCoopTooLarge {
 		return false, nil

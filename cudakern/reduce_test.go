@@ -732,6 +732,41 @@ func BenchmarkReduce(b *testing.B) {
 	}
 }
 
+// BenchmarkReducePhases: Reduce into DefaultCoarse parts on the colours of
+// real images, in one kq_rd_levels launch (from level rdMinFin); reports
+// block 0's SM cycles in each of its phases a launch (rdPhases: the levels,
+// then the finish's load, first sub-levels and, on warp 0's subtree, its
+// splits, leaves and the rest) and warp 0's nodes of each kind.
+func BenchmarkReducePhases(b *testing.B) {
+	g := gpu(b)
+	buf := phaseBuffer(b, g, rdPhaseSlots, 0)
+	defer func(old uint64) { rdPhases = old }(rdPhases)
+	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
+		colors, counts, _ := UniqueRGB(loadPixels(b, name))
+		pts := colourPoints(colors, counts, "rgb")
+		sess, err := g.Open(pts, kmeans.SessionOptions{MaxK: 16})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			buf.reset(b)
+			rdPhases = buf.p
+			for b.Loop() {
+				if _, err := g.Reduce(sess, kmeans.DefaultCoarse); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rdPhases = 0
+			ph := buf.report(b, rdPhaseNames, "launch")
+			n := float64(ph[rdPhaseSlots-1])
+			for i, unit := range []string{"big-splits", "small-splits", "leaves"} {
+				b.ReportMetric(float64(ph[9+i])/n, unit+"/launch")
+			}
+		})
+		sess.Close()
+	}
+}
+
 // TestReducedOpen: a session on a reduced set that Reduce made stores
 // it as a session on a copy of it does (the host's Extent, layout and
 // upload): the same layout, point words and weights, and the same
