@@ -332,7 +332,8 @@ func BenchmarkSeedChunk(b *testing.B) {
 }
 
 // BenchmarkSeedPhases: where a step of the streamed k-means++ steps goes
-// (kq_pp_steps, k = 256, as BenchmarkSeedChunk's shipped chunk): block 0's
+// (kq_pp_steps, k = 256, as BenchmarkSeedChunk's shipped chunk) on
+// phaseSets (the reduced sets are where a default run seeds): block 0's
 // SM cycles a step in each phase (ppPhaseNames; the setup's a seeding),
 // and the step's wall time (the seeding's time over its streamed steps,
 // which includes the host's launches and the first centroids), and the
@@ -343,8 +344,12 @@ func BenchmarkSeedPhases(b *testing.B) {
 	trials := 2 + int(math.Log(k))
 	buf := phaseBuffer(b, g, ppPhaseSlots, 0)
 	defer func(old uint64) { ppPhases = old }(ppPhases)
-	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
-		pts, s := openColours(b, g, name, k)
+	for _, c := range phaseSets {
+		name := c.name
+		pts, s := openSet(b, g, name, k, c.reduced)
+		if c.reduced {
+			name += "/reduced"
+		}
 		b.Run(name, func(b *testing.B) {
 			buf.reset(b)
 			ppPhases = buf.p
@@ -378,20 +383,10 @@ func BenchmarkLloydPhases(b *testing.B) {
 	buf := phaseBuffer(b, g, llPhaseSlots, llPhaseBuf(maxGrid)-llPhaseSlots)
 	defer func(old uint64) { lloydPhases = old }(lloydPhases)
 	ctx := context.Background()
-	for _, c := range []struct {
-		name    string
-		reduced bool
-	}{{"home.jpg", false}, {"graf1.png", false}, {"altai-5120.png", false}, {"graf1.png", true}, {"altai-5120.png", true}} {
+	for _, c := range phaseSets {
 		name := c.name
-		pts, s := openColours(b, g, name, k)
+		pts, s := openSet(b, g, name, k, c.reduced)
 		if c.reduced {
-			// the default run's reduced set, where breathing runs
-			s.Close()
-			pts = kmeans.Reduce(pts, kmeans.DefaultCoarse)
-			var err error
-			if s, err = g.Open(pts, kmeans.SessionOptions{MaxK: k}); err != nil {
-				b.Fatal(err)
-			}
 			name += "/reduced"
 		}
 		cent := benchCentroids(pts, k)
@@ -541,6 +536,30 @@ func (pb *phaseBuf) report(b *testing.B, names []string, unit string) []uint64 {
 
 // openColours opens a session on the deduplicated RGB colours of the
 // image name for up to k clusters, and returns the points with it.
+// phaseSets is the point sets of the phase benchmarks: three images'
+// deduplicated colours, and the reduced sets of two of them, where a
+// default run seeds and breathes.
+var phaseSets = []struct {
+	name    string
+	reduced bool
+}{{"home.jpg", false}, {"graf1.png", false}, {"altai-5120.png", false}, {"graf1.png", true}, {"altai-5120.png", true}}
+
+// openSet is openColours, or with reduced a session on the colours'
+// default reduced set (kmeans.DefaultCoarse parts).
+func openSet(tb testing.TB, g *Backend, name string, k int, reduced bool) (*kmeans.Points, kmeans.Session) {
+	pts, s := openColours(tb, g, name, k)
+	if !reduced {
+		return pts, s
+	}
+	s.Close()
+	pts = kmeans.Reduce(pts, kmeans.DefaultCoarse)
+	s, err := g.Open(pts, kmeans.SessionOptions{MaxK: k})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pts, s
+}
+
 func openColours(tb testing.TB, g *Backend, name string, k int) (*kmeans.Points, kmeans.Session) {
 	colors, counts, _ := UniqueRGB(loadPixels(tb, name))
 	pts := colourPoints(colors, counts, "rgb")
