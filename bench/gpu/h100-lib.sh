@@ -1,6 +1,7 @@
-# Shared steps of the bench/gpu/h100-s34-* device scripts (sourced, POSIX sh).
+# Shared steps of the bench/gpu/h100-s3[45]-* device scripts (sourced, POSIX sh).
 # (Session 34's scripts ran with these steps written out in each; they were
-# moved here after the calls, unchanged.)
+# moved here after the calls, unchanged; session 35's kq_verify and
+# kq_tracesum likewise.)
 # kq_setup DIR: unpack DIR/p.txz (the test binaries, and kquant where the
 # call has it) into $B=/tmp/b; $I the images (DIR/imgs, also
 # KQUANT_IMAGES); $R the tree, $O the call's $OUT; el the seconds since.
@@ -76,3 +77,10 @@ kq_reduce_ab() {
 	done | tee $O/reduce.txt
 	)
 }
+
+# kq_verify is kq_tests and kq_e2e on the tree's own fatbin (no build).
+kq_verify() { F=$R/cudakern/kernels.fatbin; kq_tests; kq_e2e; }
+
+# kq_tracesum DIR unpacks DIR/ts.xz (bench/tracesum, built for the host)
+# to /tmp/ts, and makes /tmp/tr for the traces.
+kq_tracesum() { mkdir -p /tmp/tr; xz -dc $R/$1/ts.xz > /tmp/ts; chmod +x /tmp/ts; }
