@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/trace"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -55,6 +56,16 @@ import (
 // event wait, not four round trips. On graf1's reduced set at k = 256
 // (H100) breathing fell from 5.25 to 3.48 ms a run, 268 µs a breath
 // (bench/cuda/NOTES.md, round 27).
+//
+// Where the breath so started keeps the depth of the one before, the
+// breath after it is started too, in the same job, with no host between
+// (plan): kq_br_plan makes its grown centroids on the device from that
+// breath's breath out, where the engine's plan keeps its depth
+// (kmeans.Breath's KeepBelow and Ahead), and else stops it. The engine's
+// plan, once the host reads the breath before, says whether it is the
+// breath the engine asks for; the centroids are checked once read back.
+// On graf1's reduced set breathing fell from 3.33 to 3.00 ms a run; home's
+// and altai's stayed within the rounds' spread (round 33).
 
 // chainMaxN is the most points of a session that chains breaths out: the
 // chained run keeps labels of its own, 2 bytes a point. (Breathing runs on
@@ -117,14 +128,16 @@ type chained struct {
 }
 
 // A chainSpec is what chain launches: br_shrink makes the run's
-// centroids from the kg at cur on the device (or src, uploaded), removing
-// n of them by the utility at util as kmeans' remove does (n = 0: none,
-// and util may be 0), where the u64 at gate is set; then the run's
-// first pass, loop kernel and profile, with the utility if withUtil.
+// centroids from the kg at cur on the device (or src, uploaded, or
+// kq_br_plan's from plan, src its offsets), removing n of them by the
+// utility at util as kmeans' remove does (n = 0: none, and util may be
+// 0), where the u64 at gate is set (by plan, where planned); then the
+// run's first pass, loop kernel and profile, with the utility if withUtil.
 type chainSpec struct {
 	gate, util, cur      uint64
 	src                  []int32
-	srcHost              unsafe.Pointer // src in page-locked memory (readAhead), or nil
+	srcHost              unsafe.Pointer    // src in page-locked memory (readAhead), or nil
+	plan                 *breathPlanParams // kq_br_plan's, but for its offsets, centroids and gate, or nil
 	kg, n, nfixed, steps int
 	tol                  float64
 	withUtil             bool
@@ -182,6 +195,10 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	o.ready = false
 	recBytes := back + loopBufs(k, dim) // the profile, br_shrink's centroids, the records, the rotating buffers
 	tables := 16*kpad + 16*k
+	planBytes := 0 // kq_br_plan's centroids and gate, before its offsets
+	if c.plan != nil {
+		planBytes = (4*c.kg*dim+7)&^7 + 8
+	}
 	for _, g := range []struct {
 		p     *uint64
 		cap   *int
@@ -191,7 +208,7 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 		{&o.dAcc, &o.accCap, max(s.accBytes, 8*(nscal+slots))},
 		{&o.dLabels, &o.labelCap, 2 * L.npad},
 		{&o.dCur, &o.curCap, 4 * k * dim},
-		{&o.dUp, &o.upCap, tables + 4*len(c.src)},
+		{&o.dUp, &o.upCap, tables + planBytes + 4*len(c.src)},
 		{&o.dRec, &o.recCap, recBytes},
 	} {
 		if err := b.grow(g.p, g.cap, g.bytes); err != nil {
@@ -218,14 +235,25 @@ func (s *session) chain(o *chained, c chainSpec) (bool, error) {
 	}
 	if c.src != nil {
 		c.cur = o.dUp + uint64(tables)
+		src := c.cur + uint64(planBytes)
 		var err error
 		if c.srcHost != nil {
-			err = b.a.check("cuMemcpyHtoDAsync_v2", b.a.cuMemcpyHtoDAsync(c.cur, c.srcHost, uint64(4*len(c.src)), 0))
+			err = b.a.check("cuMemcpyHtoDAsync_v2", b.a.cuMemcpyHtoDAsync(src, c.srcHost, uint64(4*len(c.src)), 0))
 		} else {
-			err = b.htod(c.cur, unsafe.Pointer(&c.src[0]), 4*len(c.src))
+			err = b.htod(src, unsafe.Pointer(&c.src[0]), 4*len(c.src))
 		}
 		if err != nil {
 			return false, err
+		}
+		if p := c.plan; p != nil {
+			c.gate = src - 8
+			p.Offs, p.Out, p.Gate = src, c.cur, c.gate
+			err := b.launch(kBrPlan, 1, 256, 0, unsafe.Pointer(p))
+			runtime.KeepAlive(p)
+			if err != nil {
+				return false, err
+			}
+			c.mark(b, "plan")
 		}
 	}
 	r := &lloydRun{Shrink: shrinkParams{
@@ -377,21 +405,23 @@ func (s *session) BreatheInAhead(next func(cent []int32, inertia uint64, errc []
 	s.in = next
 }
 
-// A specBreath is the next breath of breathing k-means, started on the
-// device before the engine asks for it (speculate): its grown run, and its
+// A specBreath is a breath of breathing k-means started on the device
+// before the engine asks for it (speculate, plan): its grown run, and its
 // breath out chained after that.
 type specBreath struct {
 	pending    bool // started, not yet taken or dropped
+	planned    bool // its grown centroids made on the device (plan), not uploaded
 	grow, out  chained
 	outChained bool    // the breath out was chained
 	outN       int     // the breath out's hint, as BreatheOutAhead's
 	outTol     float64 // (which the engine's call must repeat)
 
-	ra   *readAhead     // the Backend's, while the session holds it
-	host unsafe.Pointer // the breath's half of ra, or nil: read back when taken
-	// where in it: the grown centroids, then each run's scalars and sums
-	// and its first records
+	host unsafe.Pointer // its part of the read-ahead, or nil: read back when taken
+	ev   uintptr        // the event after its read-back's copies
+	// where in host: what it uploads (the grown centroids, or the plan's
+	// offsets), then each run's scalars and sums and its first records
 	srcBytes, gAcc, gRec, pAcc, pRec int
+	marks                            int // breathMarks' events through its copies (markLog.seq)
 }
 
 // specRecs is the records of each run of a breath started on the device
@@ -402,23 +432,30 @@ var specRecs = 16
 // eventDisableTiming is CU_EVENT_DISABLE_TIMING.
 const eventDisableTiming = 2
 
+// raParts is the parts of a readAhead: a breath taken, whose breath out
+// the engine takes at its next LloydSteps, is launched at most three
+// launches before the next that writes its part (the breath after it and,
+// in the job that takes it, one dropped and one planned).
+const raParts = 4
+
 // A readAhead is page-locked memory, kept by the Backend and lent to one
 // session at a time (page-locked allocations cost more than a breath
 // saves), from which a breath started on the device uploads its grown
-// centroids and into which its runs are read back behind them, in stream
-// order (cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, then an event), so that
-// the host neither waits to upload nor makes a round trip a read-back
-// when it takes the breath: two halves in turn, so that a breath's runs
-// are taken (the grown one at once, its breath out at the engine's next
-// LloydSteps) before its half is written again. Another session breathing
-// meanwhile reads back as chainRead does, as does every session with
-// KQUANT_CUDA_SPEC=sync (benchmarks compare the two).
+// centroids (or its plan's offsets) and into which its runs are read back
+// behind them, in stream order (cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, then
+// an event), so that the host neither waits to upload nor makes a round
+// trip a read-back when it takes the breath: raParts parts in turn, each
+// with its event, so that a breath's runs are taken (the grown one at
+// once, its breath out at the engine's next LloydSteps) before its part is
+// written again. Another session breathing meanwhile reads back as
+// chainRead does, as does every session with KQUANT_CUDA_SPEC=sync
+// (benchmarks compare the two).
 type readAhead struct {
 	mu      sync.Mutex // held by the session it is lent to
 	p       unsafe.Pointer
-	half    int // bytes
-	next    int // the half the next breath takes
-	ev      uintptr
+	part    int // bytes
+	next    int // the part the next breath takes
+	ev      [raParts]uintptr
 	retired []unsafe.Pointer // memory outgrown, which runs taken may still read: freed with the rest
 	failed  bool
 }
@@ -427,8 +464,8 @@ type readAhead struct {
 // is released (closed), or nil where the driver lacks what it needs,
 // another session holds it or KQUANT_CUDA_SPEC=sync.
 func (s *session) aheadFor() *readAhead {
-	if s.spec.ra != nil {
-		return s.spec.ra
+	if s.ra != nil {
+		return s.ra
 	}
 	b, ra := s.b, &s.b.ahead
 	a := b.a
@@ -437,39 +474,41 @@ func (s *session) aheadFor() *readAhead {
 		os.Getenv("KQUANT_CUDA_SPEC") == "sync" || !ra.mu.TryLock() {
 		return nil
 	}
-	s.spec.ra = ra
+	s.ra = ra
 	return ra
 }
 
-// at returns, on the context's thread, a half of at least n bytes for
-// the next breath, or nil where page-locked memory or an event cannot be
-// had.
-func (ra *readAhead) at(a *driverAPI, n int) unsafe.Pointer {
+// at returns, on the context's thread, a part of at least n bytes for
+// the next breath and its event, or nil where page-locked memory or an
+// event cannot be had.
+func (ra *readAhead) at(a *driverAPI, n int) (unsafe.Pointer, uintptr) {
 	if ra.failed {
-		return nil
+		return nil, 0
 	}
-	if ra.ev == 0 && a.cuEventCreate(unsafe.Pointer(&ra.ev), eventDisableTiming) != 0 {
-		ra.ev, ra.failed = 0, true
-		return nil
+	for i := range ra.ev {
+		if ra.ev[i] == 0 && a.cuEventCreate(unsafe.Pointer(&ra.ev[i]), eventDisableTiming) != 0 {
+			ra.ev[i], ra.failed = 0, true
+			return nil, 0
+		}
 	}
-	if n > ra.half {
-		half := (n + 64<<10 - 1) &^ (64<<10 - 1)
+	if n > ra.part {
+		part := (n + 64<<10 - 1) &^ (64<<10 - 1)
 		var p unsafe.Pointer
-		if a.cuMemHostAlloc(unsafe.Pointer(&p), uint64(2*half), 0) != 0 {
+		if a.cuMemHostAlloc(unsafe.Pointer(&p), uint64(raParts*part), 0) != 0 {
 			ra.failed = true
-			return nil
+			return nil, 0
 		}
 		if ra.p != nil {
 			ra.retired = append(ra.retired, ra.p)
 		}
-		ra.p, ra.half, ra.next = p, half, 0
+		ra.p, ra.part, ra.next = p, part, 0
 	}
-	h := unsafe.Add(ra.p, ra.next*ra.half)
-	ra.next ^= 1
-	return h
+	i := ra.next
+	ra.next = (i + 1) % raParts
+	return unsafe.Add(ra.p, i*ra.part), ra.ev[i]
 }
 
-// free frees the memory and the event, on the context's thread, with mu
+// free frees the memory and the events, on the context's thread, with mu
 // held.
 func (ra *readAhead) free(a *driverAPI) {
 	for _, p := range append(ra.retired, ra.p) {
@@ -477,10 +516,12 @@ func (ra *readAhead) free(a *driverAPI) {
 			a.cuMemFreeHost(p)
 		}
 	}
-	if ra.ev != 0 && a.cuEventDestroy != nil {
-		a.cuEventDestroy(ra.ev)
+	for _, ev := range ra.ev {
+		if ev != 0 && a.cuEventDestroy != nil {
+			a.cuEventDestroy(ev)
+		}
 	}
-	ra.p, ra.half, ra.next, ra.ev, ra.retired = nil, 0, 0, 0, nil
+	ra.p, ra.part, ra.next, ra.ev, ra.retired = nil, 0, 0, [raParts]uintptr{}, nil
 }
 
 // startNext is speculate where a breath not started costs only time: the
@@ -491,27 +532,44 @@ func (s *session) startNext() error {
 	err := s.speculate()
 	if isOOM(err) {
 		s.spec.pending, s.spec.host, err = false, nil, nil
+		s.dropNext()
 	}
 	return err
 }
 
-// speculate launches, on the context's thread, after a breath out
-// chained into s.out and read back, the breath that the engine's plan
+// dropNext drops the breath planned on the device after s.spec, if any.
+func (s *session) dropNext() {
+	if s.next.pending {
+		s.next.pending = false
+		s.planMissed++
+	}
+}
+
+// speculate starts, on the context's thread, after a breath out chained
+// into s.out and read back, the breath that the engine's plan
 // (BreatheInAhead) says follows it, where that breath out ended in its
-// batch: the breath in's grown run, from the plan's centroids uploaded
-// (br_shrink making the first pass's tables, removing none), profiled
-// with the utility, and after it the breath out the plan hints, into the
-// spec's buffers. The host's next work (the engine taking this breath)
-// overlaps the device's on the next; the next LloydSteps takes the breath
-// in where it asks for exactly that run (takeSpec), else drops it.
+// batch: the breath in's grown run, profiled with the utility, and after
+// it the breath out the plan hints, into s.spec. Where the device planned
+// that breath already (s.next, launched with the breath before) and
+// planned the breath the engine's plan says, that one is it; else its
+// grown centroids are uploaded and it is launched now (br_shrink making
+// the first pass's tables, removing none). Then the breath after it is
+// planned on the device (plan). The host's next work (the engine taking
+// this breath) overlaps the device's on the next; the next LloydSteps
+// takes the breath in where it asks for exactly that run (takeSpec), else
+// drops it.
 func (s *session) speculate() error {
-	o, sp := &s.out, &s.spec
+	o, sp, nx := &s.out, &s.spec, &s.next
+	planned := nx.pending
+	nx.pending = false
 	if s.in == nil || !o.ready || o.acc[scalProf] == 0 {
+		s.missed(planned)
 		return nil
 	}
 	dim := s.L.dim
 	last, inertia, ends := runEnd(o.cent, dim, o.recs, o.stride)
 	if !ends {
+		s.missed(planned)
 		return nil
 	}
 	errc := make([]uint64, o.k)
@@ -520,43 +578,81 @@ func (s *session) speculate() error {
 	}
 	br, ok := s.in(last, inertia, errc)
 	if !ok || len(br.Centroids) == 0 || len(br.Centroids)%dim != 0 || !s.L.fastFits(br.Centroids) {
+		s.missed(planned)
 		return nil
 	}
 	kg := len(br.Centroids) / dim
+	if planned && nx.grow.k == kg && nx.grow.nfixed == o.nfixed && nx.grow.steps == o.steps && nx.grow.tolRan == br.Tol &&
+		nx.outN == br.Out && nx.outTol == br.OutTol && nx.outChained == (br.Out > 0) {
+		// the breath the device planned (its centroids checked once
+		// read back, takeSpec)
+		nx.grow.cent = slices.Clone(br.Centroids)
+		s.spec, s.next = s.next, s.spec
+		sp.pending = true
+		return s.plan(br)
+	}
+	s.missed(planned)
 	// the read-back's layout: the grown centroids, then each run's
 	// scalars and sums and first records
-	var gl, pl chained
-	gl.layout(kg, dim, true)
-	pl.layout(kg-br.Out, dim, false)
-	sp.srcBytes = (4*len(br.Centroids) + 7) &^ 7
-	sp.gAcc, sp.gRec = 8*(nscal+kg*(1+dim)), gl.head+gl.keep+gl.stride*min(o.steps, specRecs)
-	sp.pAcc, sp.pRec = 8*(nscal+(kg-br.Out)*(1+dim)), pl.head+pl.keep+pl.stride*min(o.steps, specRecs)
 	breathMarks.mark(s.b, "", "gap")
-	var h unsafe.Pointer
-	if ra := s.aheadFor(); ra != nil {
-		h = ra.at(s.b.a, sp.srcBytes+sp.gAcc+sp.gRec+sp.pAcc+sp.pRec)
-	}
-	if h != nil {
-		copy(unsafe.Slice((*int32)(h), len(br.Centroids)), br.Centroids)
-	}
-	sp.host = nil
-	started, err := s.chain(&sp.grow, chainSpec{gate: o.dAcc + 8*scalProf, src: br.Centroids, srcHost: h,
-		kg: kg, nfixed: o.nfixed, steps: o.steps, tol: br.Tol, withUtil: true, tag: "grow-"})
+	sp.srcBytes = (4*len(br.Centroids) + 7) &^ 7
+	sp.planned = false
+	started, err := s.startBreath(sp, chainSpec{gate: o.dAcc + 8*scalProf, src: br.Centroids,
+		kg: kg, nfixed: o.nfixed, steps: o.steps, tol: br.Tol, withUtil: true, tag: "grow-"}, br)
 	if err != nil || !started {
 		return err
 	}
 	sp.grow.cent = slices.Clone(br.Centroids) // until read back
+	return s.plan(br)
+}
+
+// missed counts a breath the device planned (where planned) that the
+// engine's plan does not take.
+func (s *session) missed(planned bool) {
+	if planned {
+		s.planMissed++
+	}
+}
+
+// startBreath launches, on the context's thread, the breath sp: its grown
+// run c (the Breath br's), then its breath out (br.Out, br.OutTol), then
+// their read-back into a part of the read-ahead where there is one
+// (sp.srcBytes of it first for c.src), and reports whether it started.
+func (s *session) startBreath(sp *specBreath, c chainSpec, br kmeans.Breath) (bool, error) {
+	dim, kg := s.L.dim, c.kg
+	var gl, pl chained
+	gl.layout(kg, dim, true)
+	pl.layout(kg-br.Out, dim, false)
+	sp.gAcc, sp.gRec = 8*(nscal+kg*(1+dim)), gl.head+gl.keep+gl.stride*min(c.steps, specRecs)
+	sp.pAcc, sp.pRec = 8*(nscal+(kg-br.Out)*(1+dim)), pl.head+pl.keep+pl.stride*min(c.steps, specRecs)
+	var h unsafe.Pointer
+	var ev uintptr
+	if ra := s.aheadFor(); ra != nil {
+		h, ev = ra.at(s.b.a, sp.srcBytes+sp.gAcc+sp.gRec+sp.pAcc+sp.pRec)
+	}
+	if h != nil && c.src != nil {
+		copy(unsafe.Slice((*int32)(h), len(c.src)), c.src)
+		c.srcHost = h
+	}
+	if c.plan != nil && h == nil {
+		return false, nil // the plan's offsets go up through the read-ahead
+	}
+	sp.host = nil
+	started, err := s.chain(&sp.grow, c)
+	if err != nil || !started {
+		return false, err
+	}
 	sp.pending, sp.outN, sp.outTol = true, br.Out, br.OutTol
 	sp.out.ready, sp.outChained = false, false
 	if br.Out > 0 {
 		sp.outChained, err = s.chain(&sp.out, chainSpec{gate: sp.grow.dAcc + 8*scalProf, util: sp.grow.dRec + uint64(8*kg),
-			cur: sp.grow.dCur, kg: kg, n: br.Out, nfixed: o.nfixed, steps: o.steps, tol: br.OutTol, tag: "out-"})
+			cur: sp.grow.dCur, kg: kg, n: br.Out, nfixed: c.nfixed, steps: c.steps, tol: br.OutTol, tag: strings.TrimSuffix(c.tag, "grow-") + "out-"})
 		if err != nil {
-			return err
+			return true, err
 		}
 	}
 	if h == nil {
-		return nil
+		return true, nil
 	}
 	// the read-back, behind the runs
 	a := s.b.a
@@ -567,36 +663,91 @@ func (s *session) speculate() error {
 	}
 	for i, src := range srcs {
 		if err := a.check("cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync(at, src, uint64(sizes[i]), 0)); err != nil {
-			return err
+			return true, err
 		}
 		at = unsafe.Add(at, sizes[i])
 	}
-	breathMarks.mark(s.b, "", "copies")
-	if err := a.check("cuEventRecord", a.cuEventRecord(sp.ra.ev, 0)); err != nil {
-		return err
+	breathMarks.mark(s.b, strings.TrimSuffix(c.tag, "grow-"), "copies")
+	if err := a.check("cuEventRecord", a.cuEventRecord(ev, 0)); err != nil {
+		return true, err
 	}
-	sp.host = h
-	return nil
+	sp.host, sp.ev, sp.marks = h, ev, breathMarks.seq()
+	return true, nil
+}
+
+// brPlanMaxMd is BR_PLAN_MAXMD of kernels.cu: the deepest breath that
+// kq_br_plan plans.
+const brPlanMaxMd = 32
+
+// breathPlanParams mirrors struct BreathPlan of kernels.cu (kq_br_plan).
+type breathPlanParams struct {
+	Scal, Prof, Start, Recs, Offs, Out, Gate uint64
+	Below                                    float64
+	K, Dim, Md, Stride                       int32
+	Steps, Pad                               int32
+}
+
+// plan starts, on the context's thread, after the breath s.spec (the
+// Breath br, started), the breath after it where the engine's plan keeps
+// its depth (br's KeepBelow and Ahead), into s.next: kq_br_plan makes its
+// grown centroids from s.spec's breath out on the device, or stops it
+// (its gate clear: br_shrink stops the grown run, and so the breath out),
+// so that the device goes from one breath to the next with no host
+// between. The next speculate takes it where the engine's plan asks for
+// that breath, else drops it. It plans only after a breath that kept the
+// depth of the one before (br.Out, the breath out's hint before, s.outN):
+// once breathing lowers its depth, most breaths after lower it too, and a
+// breath planned in vain costs the host its launch. KQUANT_CUDA_PLAN=off
+// makes the session plan none, =always after every breath (benchmarks
+// compare them).
+func (s *session) plan(br kmeans.Breath) error {
+	sp, nx, dim := &s.spec, &s.next, s.L.dim
+	nx.pending = false
+	mode := os.Getenv("KQUANT_CUDA_PLAN")
+	if !sp.pending || !sp.outChained || sp.host == nil || br.Out < 1 || br.Out > brPlanMaxMd ||
+		len(br.Ahead) != br.Out*dim || mode == "off" || br.Out != s.outN && mode != "always" {
+		return nil
+	}
+	o := &sp.out
+	pp := &breathPlanParams{Scal: o.dAcc, Prof: o.dRec, Start: o.dRec + uint64(o.head), Recs: o.dRec + uint64(o.head+o.keep),
+		Below: br.KeepBelow, K: int32(o.k), Dim: int32(dim), Md: int32(br.Out), Stride: int32(o.stride), Steps: int32(o.steps)}
+	nx.srcBytes = (4*len(br.Ahead) + 7) &^ 7
+	nx.planned = true
+	nx.grow.cent = nil // until the engine's plan says what it is
+	_, err := s.startBreath(nx, chainSpec{src: br.Ahead, plan: pp, kg: o.k + br.Out, nfixed: o.nfixed, steps: o.steps,
+		tol: br.Tol, withUtil: true, tag: "p-grow-"}, br)
+	return err
 }
 
 // takeSpec is LloydSteps' answer from the breath in that speculate
 // started, where the engine asks for its grown run, and whether there
-// was one (not where br_shrink stopped it): in one job the session
-// reads the grown run and its breath out back, swaps the grown run's
-// buffers in and the breath out's for s.out's, and starts the breath
-// after (speculate). Its parts are runtime/trace regions:
-// cudakern.spec-wait (the device's work to come on this breath, and the
-// read-back) and cudakern.batch-spec (the next breath's launch).
+// was one (not where br_shrink stopped it, or the device planned other
+// centroids): in one job the session reads the grown run and its breath
+// out back, swaps the grown run's buffers in and the breath out's for
+// s.out's, and starts the breath after (speculate). Its parts are
+// runtime/trace regions: cudakern.spec-wait (the device's work to come on
+// this breath, and the read-back) and cudakern.batch-spec (the next
+// breath's launch).
 func (s *session) takeSpec(ctx context.Context, cent []int32) ([]kmeans.LloydStep, bool, error) {
 	sp := &s.spec
 	var g chained
 	err := s.b.w.doIter(func() error {
 		rg := trace.StartRegion(ctx, "cudakern.spec-wait")
 		defer func() { rg.End() }()
-		if err := s.specRead(); err != nil || !sp.grow.ready {
+		if err := s.specRead(); err != nil {
 			return err
 		}
-		breathMarks.read(s.b)
+		if sp.planned && (!sp.grow.ready || !slices.Equal(sp.grow.cent, cent)) {
+			// the device planned no breath, or another, where the
+			// engine's plan says this one
+			sp.grow.ready = false
+			s.planWrong++
+			return nil
+		}
+		if !sp.grow.ready {
+			return nil
+		}
+		breathMarks.read(s.b, sp.marks)
 		if !slices.Equal(sp.grow.cent, cent) {
 			return errors.New("cudakern: a breath in started on the device from centroids other than those uploaded")
 		}
@@ -610,15 +761,18 @@ func (s *session) takeSpec(ctx context.Context, cent []int32) ([]kmeans.LloydSte
 		return nil, err != nil, err
 	}
 	s.specTaken++
+	if sp.planned {
+		s.planTaken++
+	}
 	out, err := s.batchDone(cent, g.pass.kernel, g.acc, g.prof, g.recs, g.stride, true, g.util)
 	return out, true, err
 }
 
-// specRead reads the breath started on the device back, on the
-// context's thread: from its read-ahead once the device is past it, else
-// a round trip a read-back (chainRead). The grown run is then ready
-// unless br_shrink stopped it, and so is its breath out where chained
-// and the grown run ended in its batch.
+// specRead reads the breath s.spec back, on the context's thread: from
+// its read-ahead once the device is past it, else a round trip a
+// read-back (chainRead). The grown run is then ready unless br_shrink
+// stopped it, and so is its breath out where chained and the grown run
+// ended in its batch.
 func (s *session) specRead() error {
 	sp := &s.spec
 	s.out.ready, sp.out.ready = false, false
@@ -629,7 +783,7 @@ func (s *session) specRead() error {
 		return s.chainRead(&sp.out)
 	}
 	a := s.b.a
-	if err := a.check("cuEventSynchronize", a.cuEventSynchronize(sp.ra.ev)); err != nil {
+	if err := a.check("cuEventSynchronize", a.cuEventSynchronize(sp.ev)); err != nil {
 		return err
 	}
 	at := unsafe.Add(sp.host, sp.srcBytes)
@@ -663,11 +817,20 @@ func (c *chainSpec) mark(b *Backend, name string) {
 
 // A markLog is breathMarks' events and sums.
 type markLog struct {
-	evs    []uintptr // created, reused
+	evs    []uintptr // the events recorded since the last read, in order, then those created and free
 	names  []string  // of the events recorded since the last read
+	base   int       // the events recorded before names' first
 	prev   uintptr   // the last event read (the breath before's end), or 0
 	Sums   map[string]float64
 	Counts map[string]int
+}
+
+// seq returns the count of events recorded so far (0 where m is nil).
+func (m *markLog) seq() int {
+	if m == nil {
+		return 0
+	}
+	return m.base + len(m.names)
 }
 
 // mark records, on the context's thread, an event named prefix+name
@@ -689,20 +852,24 @@ func (m *markLog) mark(b *Backend, prefix, name string) {
 	}
 }
 
-// read adds, on the context's thread once the events recorded are past,
-// the time between each and the one before to its name's sum, and keeps
-// the last as the next read's start. A "gap" counts only after the
-// breath before was read.
-func (m *markLog) read(b *Backend) {
-	if m == nil || len(m.names) == 0 {
+// read adds, on the context's thread once they are past, for the events
+// recorded before the upto-th (seq), the time between each and the one
+// before to its name's sum, and keeps the last as the next read's start.
+// A "gap" counts only after the breath before was read.
+func (m *markLog) read(b *Backend, upto int) {
+	if m == nil {
+		return
+	}
+	n := min(len(m.names), upto-m.base)
+	if n <= 0 {
 		return
 	}
 	if m.Sums == nil {
 		m.Sums, m.Counts = map[string]float64{}, map[string]int{}
 	}
-	b.a.cuEventSynchronize(m.evs[len(m.names)-1])
+	b.a.cuEventSynchronize(m.evs[n-1])
 	prev := m.prev
-	for i, name := range m.names {
+	for i, name := range m.names[:n] {
 		var ms float32
 		if prev != 0 && b.a.cuEventElapsedTime(unsafe.Pointer(&ms), prev, m.evs[i]) == 0 {
 			m.Sums[name] += float64(ms)
@@ -710,20 +877,25 @@ func (m *markLog) read(b *Backend) {
 		}
 		prev = m.evs[i]
 	}
-	// the last event stays the start of the next read, out of the pool;
-	// the start of this one goes back
-	last, old := len(m.names)-1, m.prev
-	m.prev = m.evs[last]
-	m.evs = append(m.evs[:last], m.evs[last+1:]...)
-	if old != 0 {
-		m.evs = append(m.evs, old)
+	// the last event read stays the start of the next read, out of the
+	// pool; the others read and the start of this one go back
+	free := slices.Clone(m.evs[:n-1])
+	if m.prev != 0 {
+		free = append(free, m.prev)
 	}
-	m.names = m.names[:0]
+	m.prev = m.evs[n-1]
+	m.evs = append(slices.Clone(m.evs[n:]), free...)
+	m.names = slices.Clone(m.names[n:])
+	m.base += n
 }
 
 // forget drops the events recorded since the last read, and the start.
 func (m *markLog) forget() {
 	if m != nil {
+		m.base += len(m.names)
+		if m.prev != 0 {
+			m.evs = append(m.evs, m.prev)
+		}
 		m.names, m.prev = m.names[:0], 0
 	}
 }

@@ -41,6 +41,18 @@ func (b *keptBackend) taken() (out, in int) {
 	return out, in
 }
 
+// planned is the breaths in that its sessions took as the device planned
+// them (kq_br_plan), those it planned that the engine did not ask for,
+// and of them those it planned from other centroids than the engine's.
+func (b *keptBackend) planned() (taken, missed, wrong int) {
+	for _, s := range b.sessions {
+		taken += s.planTaken
+		missed += s.planMissed
+		wrong += s.planWrong
+	}
+	return taken, missed, wrong
+}
+
 // TestBreathOutChained: whole runs that breathe, with each breath out
 // chained after its grown run's batch on the device (BreatheOutAhead,
 // breathe.go) and the next breath in started after it (BreatheInAhead),
@@ -48,8 +60,11 @@ func (b *keptBackend) taken() (out, in int) {
 // Lab, with and without fixed centroids; the breaths out are taken from
 // their chains and the breaths in from their starts, their read-backs
 // behind them (in part, where specRecs is 1) or (KQUANT_CUDA_SPEC=sync)
-// not; with KQUANT_CUDA_SPEC=off no breath in is, and with
-// KQUANT_CUDA_CHAIN=off neither.
+// not, and some breaths in as the device planned them (kq_br_plan), none
+// from other centroids than the engine's; with KQUANT_CUDA_SPEC=off no
+// breath in is, with KQUANT_CUDA_CHAIN=off neither, and with
+// KQUANT_CUDA_PLAN=off or KQUANT_CUDA_SPEC=sync none is planned (and
+// with KQUANT_CUDA_PLAN=always some are).
 func TestBreathOutChained(t *testing.T) {
 	g := gpu(t)
 	if err := g.FastPathError(); err != nil {
@@ -62,7 +77,7 @@ func TestBreathOutChained(t *testing.T) {
 			*its = append(*its, it)
 		}
 	}
-	taken, started := 0, 0
+	taken, started, planned := 0, 0, 0
 	for _, name := range []string{"smarties.png", "home.jpg", "graf1.png", "starry_night.jpg"} {
 		colors, counts, _ := UniqueRGB(loadPixels(t, name))
 		for _, space := range []string{"rgb", "lab"} {
@@ -94,26 +109,34 @@ func TestBreathOutChained(t *testing.T) {
 				out, in := kb.taken()
 				taken += out
 				started += in
-				t.Logf("%s: %d breaths out taken from their chains, %d breaths in from the device's start", what, out, in)
+				pt, pm, pw := kb.planned()
+				planned += pt
+				if pw > 0 {
+					t.Errorf("%s: %d breaths in planned on the device from centroids other than the engine's", what, pw)
+				}
+				t.Logf("%s: %d breaths out taken from their chains, %d breaths in from the device's start, %d of them planned there (%d planned, not asked for)",
+					what, out, in, pt, pm)
 			}
 		}
 	}
-	if taken == 0 || started == 0 {
-		t.Errorf("%d breaths out taken from their chains, %d breaths in from their starts", taken, started)
+	if taken == 0 || started == 0 || planned == 0 {
+		t.Errorf("%d breaths out taken from their chains, %d breaths in from their starts, %d as planned on the device", taken, started, planned)
 	}
 	colors, counts, _ := UniqueRGB(loadPixels(t, "home.jpg"))
 	pts := colourPoints(colors, counts, "rgb")
-	cfg := kmeans.Config{K: 64, Seed: 5}
+	cfg := kmeans.Config{K: 256, Seed: 7} // breaths that keep their depth, planned on the device
 	want, err := kmeans.Run(ctx, pts, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		env, val string
-		out, in  bool // taken
+		env, val         string
+		out, in, planned bool // taken
 	}{
-		{"KQUANT_CUDA_SPEC", "sync", true, true}, {"KQUANT_CUDA_SPEC", "off", true, false}, {"KQUANT_CUDA_CHAIN", "off", false, false},
-		{"specRecs", "1", true, true}, // runs of more passes than come back behind them
+		{"KQUANT_CUDA_SPEC", "sync", true, true, false}, {"KQUANT_CUDA_SPEC", "off", true, false, false},
+		{"KQUANT_CUDA_CHAIN", "off", false, false, false}, {"KQUANT_CUDA_PLAN", "off", true, true, false},
+		{"KQUANT_CUDA_PLAN", "always", true, true, true},
+		{"specRecs", "1", true, true, true}, // runs of more passes than come back behind them
 	} {
 		t.Run(c.env+"="+c.val, func(t *testing.T) {
 			if c.env == "specRecs" {
@@ -131,8 +154,10 @@ func TestBreathOutChained(t *testing.T) {
 			if err := sameModel(m, want); err != nil {
 				t.Error(err)
 			}
-			if out, in := kb.taken(); (out > 0) != c.out || (in > 0) != c.in {
-				t.Errorf("%d breaths out taken from chains, %d breaths in from starts", out, in)
+			out, in := kb.taken()
+			pt, _, pw := kb.planned()
+			if (out > 0) != c.out || (in > 0) != c.in || (pt > 0) != c.planned || pw > 0 {
+				t.Errorf("%d breaths out taken from chains, %d breaths in from starts, %d as planned on the device (%d from other centroids)", out, in, pt, pw)
 			}
 		})
 	}

@@ -177,6 +177,7 @@ const (
 	kRdPack16    = "kq_rd_pack16"
 	kRdLevels    = "kq_rd_levels"
 	kRdLevelsT   = "kq_rd_levels_timed"
+	kBrPlan      = "kq_br_plan"
 )
 
 // prunedKernels take their shared memory dynamically, like the assignment
@@ -211,7 +212,7 @@ var kernelNames = []string{kFastP8M2, kFastP8M4, kFastP16M2, kFastP16M4, kSmallP
 	kWuF32D4, kWuF32D32, kWuI64D4, kWuI64D32, kBdF32D4, kBdF32D32, kBdI64D4, kBdI64D32,
 	kICDF32, kICDI64, kRIDF32, kRIDI64, kUpdAtomic, kSortCount, kSortScan, kSortScatter, kSegSum, kSegFinal, kGather, kWidenU16,
 	kRunFastP8, kRunFastP16, kRunSmallP8, kRunSmallP16, kRunFastP8M2, kRunFastP16M2,
-	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCount, kRdCompact, kRdPack16, kRdLevels, kRdLevelsT}
+	kRdInit, kRdHist, kRdSelect, kRdScatter, kRdFinish, kRdCount, kRdCompact, kRdPack16, kRdLevels, kRdLevelsT, kBrPlan}
 
 // Backend runs k-means assignment on one CUDA device. It implements
 // kmeans.Backend, and offers colour deduplication and remapping on the

@@ -2157,6 +2157,102 @@ __device__ void br_shrink(const ShrinkParams& p, char* smem) {
     if (unfit && tid == 0) *(u64*)p.stop = BR_OFF;
 }
 
+// ------------------------------------------------- the next breath, planned
+//
+// kq_br_plan makes the grown centroids of breathing k-means' next breath
+// in on the device (session.plan), from the breath out before it, as the
+// engine's plan would where it keeps its depth (kmeans.Breath's KeepBelow
+// and Ahead), so that the breath can start with no host between: where
+// that breath out's run ended and was profiled (its SCAL_PROF set, and
+// SCAL_STOP its records, at most steps) and the inertia of its last
+// labelling (its last record's) is above 0 and, as a double, below
+// p.below, it writes that labelling's centroids (the centroids of its
+// last record's pass: the record before's next ones, or br_shrink's keep
+// where it is the first), then a new centroid beside each of the md
+// clusters of largest profiled inertia (ties to the lower index), in that
+// order, moved by p.offs, and sets the gate to 1; else it sets the gate
+// to 0, and the grown run's br_shrink stops it. One block of 256 threads;
+// k ≤ BR_MAXK, md ≤ BR_PLAN_MAXMD.
+
+#define BR_PLAN_MAXMD 32
+
+struct BreathPlan {
+    u64 scal;      // u64: the breath out's scalars
+    u64 prof;      // u64 [k]: its profile, each cluster's inertia first
+    u64 start;     // int32 [k·dim]: its first centroids (br_shrink's keep)
+    u64 recs;      // its records, stride bytes each
+    u64 offs;      // int32 [md·dim]: the new centroids' offsets
+    u64 out;       // int32 [(k+md)·dim]: the grown centroids
+    u64 gate;      // u64: 1 where planned, else 0
+    double below;  // the inertia below which the plan keeps its depth
+    int k, dim, md, stride;
+    int steps, pad;
+};
+
+static_assert(sizeof(BreathPlan) == 88, "BreathPlan layout");
+static_assert(__builtin_offsetof(BreathPlan, below) == 56, "BreathPlan.below");
+
+extern "C" __global__ void __launch_bounds__(256) kq_br_plan(const BreathPlan p) {
+    __shared__ int ok, ran;
+    __shared__ u64 wv[2][8];  // each warp's largest (inertia, index), in turn
+    __shared__ int wi[2][8];
+    __shared__ int top[BR_PLAN_MAXMD];
+    const int tid = threadIdx.x, k = p.k, dim = p.dim;
+    if (tid == 0) {
+        const volatile u64* scal = (const volatile u64*)p.scal;
+        const u64 prof = scal[SCAL_PROF], n = scal[SCAL_STOP];
+        int go = prof != 0 && n >= 1 && n <= (u64)p.steps && p.md >= 1 && p.md <= BR_PLAN_MAXMD && p.md <= k;
+        if (go) {
+            const u64 e = *(const u64*)((const char*)p.recs + (size_t)(n - 1) * p.stride);
+            go = e != 0 && __ull2double_rn(e) < p.below;
+        }
+        ok = go, ran = (int)n;
+        if (!go) *(u64*)p.gate = 0;
+    }
+    __syncthreads();
+    if (!ok) return;
+    const int* last = ran > 1 ? (const int*)((const char*)p.recs + (size_t)(ran - 2) * p.stride + 32 + 8 * k)
+                              : (const int*)p.start;
+    int* out = (int*)p.out;
+    for (int i = tid; i < k * dim; i += blockDim.x) out[i] = last[i];
+    const u64* errc = (const u64*)p.prof;
+    u32 taken = 0;  // bit i: centroid tid + 256·i
+    for (int r = 0; r < p.md; r++) {
+        u64 bv = 0;
+        int bi = 0x7fffffff;
+        for (int c = tid, i = 0; c < k; c += blockDim.x, i++) {
+            const u64 v = errc[c];
+            if (!(taken >> i & 1) && (bi == 0x7fffffff || v > bv)) bv = v, bi = c;
+        }
+        for (int d = 16; d > 0; d >>= 1) {
+            const u64 ov = shfl_u64(bv, (tid & 31) ^ d);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi, d);
+            if (oi != 0x7fffffff && (bi == 0x7fffffff || ov > bv || (ov == bv && oi < bi))) bv = ov, bi = oi;
+        }
+        if ((tid & 31) == 0) wv[r & 1][tid >> 5] = bv, wi[r & 1][tid >> 5] = bi;
+        __syncthreads();
+        bv = wv[r & 1][0], bi = wi[r & 1][0];
+        for (int w = 1; w < (int)(blockDim.x >> 5); w++) {
+            const u64 ov = wv[r & 1][w];
+            const int oi = wi[r & 1][w];
+            if (oi != 0x7fffffff && (bi == 0x7fffffff || ov > bv || (ov == bv && oi < bi))) bv = ov, bi = oi;
+        }
+        if (tid == 0) top[r] = bi;
+        if ((bi & (blockDim.x - 1)) == tid) taken |= 1u << (bi / blockDim.x);
+    }
+    __syncthreads();
+    const int* offs = (const int*)p.offs;
+    for (int i = tid; i < p.md * dim; i += blockDim.x) {
+        const int r = i / dim, j = i - r * dim;
+        out[(k + r) * dim + j] = last[top[r] * dim + j] + offs[i];
+    }
+    __syncthreads();
+    if (tid == 0) {
+        __threadfence();
+        *(u64*)p.gate = 1;
+    }
+}
+
 // PhaseClock is the phase counters of the loop kernels (benchmarks): in
 // block 0's thread 0, where the kernel's phases buffer (PP_PHASES or
 // LL_PHASES u64s) is given, mark(ph) adds the SM cycles since the last

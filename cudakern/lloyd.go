@@ -273,6 +273,7 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 				return out, err
 			}
 		}
+		s.dropNext() // planned after a breath not taken
 	}
 	kernel, err := s.batchKernel(cent)
 	if err != nil {

@@ -75,6 +75,10 @@ func TestParamsLayout(t *testing.T) {
 		t.Errorf("shrinkParams: size %d, Kg at %d, Center at %d, Radius at %d, Zero at %d; want 160, 64, 96, 112, 120",
 			unsafe.Sizeof(br), unsafe.Offsetof(br.Kg), unsafe.Offsetof(br.Center), unsafe.Offsetof(br.Radius), unsafe.Offsetof(br.Zero))
 	}
+	var bp breathPlanParams
+	if unsafe.Sizeof(bp) != 88 || unsafe.Offsetof(bp.Below) != 56 || unsafe.Offsetof(bp.K) != 64 {
+		t.Errorf("breathPlanParams: size %d, Below at %d, K at %d; want 88, 56, 64", unsafe.Sizeof(bp), unsafe.Offsetof(bp.Below), unsafe.Offsetof(bp.K))
+	}
 	var lr lloydRun
 	if unsafe.Sizeof(lr) != 584 || unsafe.Offsetof(lr.Shrink) != 344 || unsafe.Offsetof(lr.Prof) != 504 {
 		t.Errorf("lloydRun: size %d, Shrink at %d, Prof at %d; want 584, 344, 504",

@@ -225,9 +225,14 @@ type session struct {
 	outN       int        // BreatheOutAhead's hint: the centroids the breath out removes (0: none hinted)
 	outTol     float64    // and its Lloyd run's tolerance
 	spec       specBreath // a breath in started on the device (breathe.go)
+	next       specBreath // the breath after spec, planned on the device (plan)
+	ra         *readAhead // the Backend's, while the session holds it (aheadFor)
 	in         breathPlan // BreatheInAhead's plan (nil: none)
 	outTaken   int        // breaths out taken from their chains (tests)
 	specTaken  int        // breaths in taken from the device's start (tests)
+	planTaken  int        // of them, planned on the device (tests)
+	planMissed int        // breaths the device planned that the engine did not ask for (tests)
+	planWrong  int        // of them, planned from centroids other than the engine's (tests)
 	adopted    bool       // the points are Reduce's, packed on the device (tests)
 	ahead      int        // what a batch profiles of its last labelling: aheadNone, aheadInertia or aheadUtility (ProfileAhead)
 	pcache     profCache  // a batch's profile of the session's labelling (profile.go)
@@ -324,13 +329,15 @@ func (s *session) release() {
 		s.batch.release(s.b)
 	}
 	s.out.release(s.b)
-	s.spec.grow.release(s.b)
-	s.spec.out.release(s.b)
-	if s.spec.ra != nil {
-		s.spec.ra.mu.Unlock() // its memory stays with the Backend
-		s.spec.ra = nil
+	for _, sp := range []*specBreath{&s.spec, &s.next} {
+		sp.grow.release(s.b)
+		sp.out.release(s.b)
+		sp.pending, sp.host = false, nil
 	}
-	s.spec.pending, s.spec.host = false, nil
+	if s.ra != nil {
+		s.ra.mu.Unlock() // its memory stays with the Backend
+		s.ra = nil
+	}
 	b := s.b
 	for _, p := range []*uint64{&s.dPts, &s.dI32, &s.dW, &s.dLabels, &s.dUp, &s.dAcc, &s.dProf, &s.dCells} {
 		b.free(*p)

@@ -152,11 +152,23 @@ type InBreather interface {
 // A Breath is the grown Lloyd run of a breath in (InBreather): its
 // centroids and tolerance, and the breath out that follows it, as
 // BreatheOutAhead's n and tol.
+//
+// It also says, so that a device can make it without the host, the breath
+// in after it where that one keeps the depth: where the breath out's
+// labelling (centroids c, inertia e > 0, each cluster's inertia errc, as
+// next is given them) has float64(e) < KeepBelow, next's plan of the
+// breath after is c, then a new centroid beside each of the Out clusters
+// of largest errc (ties to the lower index), in that order, each
+// coordinate moved by the next of Ahead (Out·dim offsets), with this
+// Breath's Tol, Out and OutTol. (Elsewhere that breath has another depth,
+// or there is none.)
 type Breath struct {
 	Centroids []int32
 	Tol       float64
 	Out       int
 	OutTol    float64
+	KeepBelow float64
+	Ahead     []int32
 }
 
 // A Rebaser is a Session that can carry what it knows over a change of

@@ -121,11 +121,15 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 // keeps its result and the depth; a lesser fall keeps the result but
 // lowers the depth by one, as does a rise, which drops the result.
 func breathKept(e, b uint64, md int) (keep bool, next int) {
-	if float64(e) < float64(b)*(1-breatheGain) {
+	if float64(e) < keepBelow(b) {
 		return true, md
 	}
 	return e < b, md - 1
 }
+
+// keepBelow is the inertia, as a float64, below which a breath's result
+// keeps breathing's depth against the best's b (breathKept).
+func keepBelow(b uint64) float64 { return float64(b) * (1 - breatheGain) }
 
 // breathIn returns the centroids of a breath in from cent (of dimension
 // dim): cent, then a new centroid beside each of the md whose clusters
@@ -230,7 +234,12 @@ func (p *breathPlan) next(cent []int32, e uint64, errc []uint64) (Breath, bool) 
 	if md <= 0 || inertia == 0 || len(errb) != len(best)/p.dim {
 		return Breath{}, false
 	}
-	return Breath{Centroids: breathIn(best, p.dim, errb, md, p.jit.peek(md*p.dim)), Tol: p.tol, Out: md, OutTol: p.outTol}, true
+	// the breath after at this depth (Breath's KeepBelow and Ahead): its
+	// base the result that breathKept keeps at the depth, its offsets
+	// those after this breath's
+	offs := p.jit.peek(2 * md * p.dim)
+	return Breath{Centroids: breathIn(best, p.dim, errb, md, offs[:md*p.dim]), Tol: p.tol, Out: md, OutTol: p.outTol,
+		KeepBelow: keepBelow(inertia), Ahead: slices.Clone(offs[md*p.dim:])}, true
 }
 
 // A ranking orders the indices lo…hi−1 by their values, ascending or

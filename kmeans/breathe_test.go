@@ -151,6 +151,80 @@ func TestBreathKept(t *testing.T) {
 	}
 }
 
+// TestBreathAhead: the breath after a Breath, where the plan keeps its
+// depth, is what the Breath's KeepBelow and Ahead say (the rule a device
+// applies without the host), as the engine makes it: its plan from the
+// best that breathKept keeps, after the jitter's offsets of the breath
+// taken; elsewhere that breath has another depth or there is none. The
+// results' inertias lie at breatheGain's bound, the errors tie often.
+func TestBreathAhead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const k, dim, nfixed = 24, 3, 2
+	cents := func() []int32 {
+		c := make([]int32, k*dim)
+		for i := range c {
+			c[i] = int32(rng.IntN(4096))
+		}
+		return c
+	}
+	errs := func() []uint64 {
+		e := make([]uint64, k)
+		for i := range e {
+			e[i] = rng.Uint64N(6) * 1000
+		}
+		return e
+	}
+	// an inertia about the bound of a best's b
+	near := func(b uint64) uint64 {
+		t := uint64(keepBelow(b))
+		return []uint64{0, b / 2, t - 1, t, t + 1, t + 2, b - 1, b, b + 7}[rng.IntN(9)]
+	}
+	planned, other := 0, 0
+	for trial := range 2000 {
+		jit := &jitter{rng: rand.New(rand.NewPCG(uint64(trial), 1))}
+		md, b0 := 1+rng.IntN(DefaultBreathe), 1<<30+rng.Uint64N(1<<30)
+		c0, e0 := cents(), errs()
+		jit.take(md * dim) // the breath's grown run
+		p1 := &breathPlan{best: c0, inertia: b0, errc: e0, md: md, dim: dim, nfixed: nfixed, tol: 1e-3, outTol: 1e-4, jit: jit}
+		c1, errc1, e1 := cents(), errs(), near(b0)
+		br1, ok := p1.next(c1, e1, errc1)
+		// the engine: the best kept, its offsets taken, the next plan
+		keep, md1 := breathKept(e1, b0, md)
+		best, b1, eb := c0, b0, e0
+		if keep {
+			best, b1, eb = c1, e1, errc1
+		}
+		if want := md1 > 0 && b1 > 0; ok != want {
+			t.Fatalf("trial %d: a breath in: %v, want %v", trial, ok, want)
+		}
+		if !ok {
+			continue
+		}
+		if want := breathIn(best, dim, eb, md1, jit.peek(md1*dim)); br1.Out != md1 || !slices.Equal(br1.Centroids, want) {
+			t.Fatalf("trial %d: the breath in of depth %d, %v; want %d, %v", trial, br1.Out, br1.Centroids, md1, want)
+		}
+		jit.take(md1 * dim)
+		p2 := &breathPlan{best: best, inertia: b1, errc: eb, md: md1, dim: dim, nfixed: nfixed, tol: 1e-3, outTol: 1e-4, jit: jit}
+		c2, errc2, e2 := cents(), errs(), near(b1)
+		br2, ok2 := p2.next(c2, e2, errc2)
+		if e2 > 0 && float64(e2) < br1.KeepBelow {
+			planned++
+			want := Breath{Centroids: breathIn(c2, dim, errc2, br1.Out, br1.Ahead), Tol: br1.Tol, Out: br1.Out, OutTol: br1.OutTol}
+			if !ok2 || br2.Out != want.Out || br2.Tol != want.Tol || br2.OutTol != want.OutTol || !slices.Equal(br2.Centroids, want.Centroids) {
+				t.Fatalf("trial %d: the breath after %v (%v), want %v", trial, br2, ok2, want)
+			}
+			continue
+		}
+		other++
+		if ok2 && br2.Out == br1.Out {
+			t.Fatalf("trial %d: inertia %d, not below %v, and the breath after keeps depth %d", trial, e2, br1.KeepBelow, br1.Out)
+		}
+	}
+	if planned < 200 || other < 200 {
+		t.Errorf("%d breaths after kept the depth, %d did not: too few of either", planned, other)
+	}
+}
+
 // BenchmarkBreathPlan: the plan's next breath in (breathPlan.next) at
 // k = 256 in three dimensions, from a kept result at depth 5, which the
 // CUDA session asks between the device's breaths.

@@ -84,3 +84,23 @@ kq_verify() { F=$R/cudakern/kernels.fatbin; kq_tests; kq_e2e; }
 # kq_tracesum DIR unpacks DIR/ts.xz (bench/tracesum, built for the host)
 # to /tmp/ts, and makes /tmp/tr for the traces.
 kq_tracesum() { mkdir -p /tmp/tr; xz -dc $R/$1/ts.xz > /tmp/ts; chmod +x /tmp/ts; }
+
+# kq_regions VAR "V1 V2 ..." ROUNDS: in cudakern/, after kq_tracesum, Go
+# traces of 100 default k = 256 runs (BenchmarkRunStages) on home, graf1
+# and altai with the environment variable VAR set to each value in turn,
+# ROUNDS rounds, every region's line by tracesum into $O/regions.txt
+# (prefixed image-value-round); then the lines of the whole runs and of
+# breathing, sorted. (Session 36's calls 1 and 2 ran it written out; moved
+# here after the calls, unchanged.)
+kq_regions() {
+	for r in $(seq $3); do
+		for v in $2; do
+			for img in home.jpg graf1.png altai-5120.png; do
+				env $1=$v timeout 40 $B/cudakern.test -test.run '^$' -test.bench "BenchmarkRunStages/$img/k=256\$" -test.benchtime 100x -test.trace /tmp/tr/t.out > /dev/null 2>&1 || echo "$img $v $r failed"
+				/tmp/ts /tmp/tr/t.out | sed "s/^/$img-$v-$r /" >> $O/regions.txt
+			done
+		done
+		echo "round $r $(el) s"
+	done
+	awk '$2=="bench.run"||$2=="kmeans.breathe"' $O/regions.txt | sort
+}

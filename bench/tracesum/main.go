@@ -1,8 +1,9 @@
 // Command tracesum summarises a Go execution trace (go test -trace) by
-// user region: for each region name, how many there were and the 10th,
-// 50th and 90th percentile of their durations in µs, a line each:
+// user region: for each region name, how many there were, the 10th, 50th
+// and 90th percentile of their durations and their mean, in µs, a line
+// each:
 //
-//	name count median p10 p90
+//	name count median p10 p90 mean
 //
 // The device scripts in bench/gpu run it on the H100 host, where a
 // trace's hundreds of megabytes cannot come back, and keep its lines.
@@ -76,7 +77,11 @@ func run(path string, w io.Writer) error {
 		d := durs[n]
 		slices.Sort(d)
 		q := func(f float64) float64 { return float64(d[int(f*float64(len(d)-1))].Nanoseconds()) / 1e3 }
-		fmt.Fprintf(w, "%s %d %.1f %.1f %.1f\n", n, len(d), q(0.5), q(0.1), q(0.9))
+		var sum time.Duration
+		for _, v := range d {
+			sum += v
+		}
+		fmt.Fprintf(w, "%s %d %.1f %.1f %.1f %.1f\n", n, len(d), q(0.5), q(0.1), q(0.9), float64(sum.Nanoseconds())/1e3/float64(len(d)))
 	}
 	return nil
 }
