@@ -560,16 +560,19 @@ func (s *session) dropNext() {
 // drops it.
 func (s *session) speculate() error {
 	o, sp, nx := &s.out, &s.spec, &s.next
-	planned := nx.pending
+	missed := nx.pending // a breath the device planned, until the engine's plan takes it
 	nx.pending = false
+	defer func() {
+		if missed {
+			s.planMissed++
+		}
+	}()
 	if s.in == nil || !o.ready || o.acc[scalProf] == 0 {
-		s.missed(planned)
 		return nil
 	}
 	dim := s.L.dim
 	last, inertia, ends := runEnd(o.cent, dim, o.recs, o.stride)
 	if !ends {
-		s.missed(planned)
 		return nil
 	}
 	errc := make([]uint64, o.k)
@@ -578,20 +581,19 @@ func (s *session) speculate() error {
 	}
 	br, ok := s.in(last, inertia, errc)
 	if !ok || len(br.Centroids) == 0 || len(br.Centroids)%dim != 0 || !s.L.fastFits(br.Centroids) {
-		s.missed(planned)
 		return nil
 	}
 	kg := len(br.Centroids) / dim
-	if planned && nx.grow.k == kg && nx.grow.nfixed == o.nfixed && nx.grow.steps == o.steps && nx.grow.tolRan == br.Tol &&
+	if missed && nx.grow.k == kg && nx.grow.nfixed == o.nfixed && nx.grow.steps == o.steps && nx.grow.tolRan == br.Tol &&
 		nx.outN == br.Out && nx.outTol == br.OutTol && nx.outChained == (br.Out > 0) {
 		// the breath the device planned (its centroids checked once
 		// read back, takeSpec)
 		nx.grow.cent = slices.Clone(br.Centroids)
+		missed = false
 		s.spec, s.next = s.next, s.spec
 		sp.pending = true
 		return s.plan(br)
 	}
-	s.missed(planned)
 	// the read-back's layout: the grown centroids, then each run's
 	// scalars and sums and first records
 	breathMarks.mark(s.b, "", "gap")
@@ -604,14 +606,6 @@ func (s *session) speculate() error {
 	}
 	sp.grow.cent = slices.Clone(br.Centroids) // until read back
 	return s.plan(br)
-}
-
-// missed counts a breath the device planned (where planned) that the
-// engine's plan does not take.
-func (s *session) missed(planned bool) {
-	if planned {
-		s.planMissed++
-	}
 }
 
 // startBreath launches, on the context's thread, the breath sp: its grown
