@@ -699,6 +699,20 @@ func (s *meteredSession) Profile(ctx context.Context, inertia, utility []uint64)
 	return err
 }
 
+// DeferAssign passes the engine's Assign on as it asked for it
+// (kmeans.AssignDeferrer), timed as an Assign where the session makes it
+// at once; a deferred one made later is timed in the call that reads it.
+func (s *meteredSession) DeferAssign(centroids []int32) error {
+	d, ok := s.Session.(kmeans.AssignDeferrer)
+	if !ok {
+		return s.Assign(context.Background(), centroids, &kmeans.Stats{})
+	}
+	t := time.Now()
+	err := d.DeferAssign(centroids)
+	s.assign += time.Since(t)
+	return err
+}
+
 // ProfileAhead passes the engine's hint on (kmeans.AheadProfiler), so that
 // the Profiles a batch answers are timed as the engine sees them.
 func (s *meteredSession) ProfileAhead(on, utility bool) {

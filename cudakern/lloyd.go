@@ -257,6 +257,9 @@ func (s *session) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := s.relabel(ctx, len(cent)/s.L.dim, prev != nil); err != nil {
+		return nil, err
+	}
 	if s.out.ready {
 		// the breath out that the last batch chained, if this is it
 		if s.out.takes(s, cent, nfixed, tol, prev, steps) {

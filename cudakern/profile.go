@@ -38,11 +38,14 @@ const exactF64 = 1 << 53
 // of the centroids it ends on), so the inertia alone takes one distance a
 // point where profKernel allows it.
 func (s *session) Profile(ctx context.Context, inertia, utility []uint64) error {
-	if !s.valid {
-		return errors.New("cudakern: Profile before Assign")
-	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
+	if !s.valid {
+		return errors.New("cudakern: Profile before Assign")
 	}
 	k := s.k
 	if len(inertia) < k || (utility != nil && len(utility) < k) {

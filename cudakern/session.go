@@ -237,6 +237,10 @@ type session struct {
 	ahead      int        // what a batch profiles of its last labelling: aheadNone, aheadInertia or aheadUtility (ProfileAhead)
 	pcache     profCache  // a batch's profile of the session's labelling (profile.go)
 	profCached int        // Profiles answered from pcache (tests)
+
+	deferred       []int32 // the centroids of an Assign put off (DeferAssign), or nil
+	assignsSettled int     // deferred Assigns made, where a later call read them (tests)
+	assignsSpared  int     // deferred Assigns never made (tests)
 }
 
 // passLaunch is a lloydPass's launch, which a batch repeats.
@@ -364,6 +368,10 @@ func (s *session) Close() error {
 	if s.tm != nil {
 		s.tm.Close()
 	}
+	if s.deferred != nil {
+		s.deferred = nil
+		s.assignsSpared++ // nothing read it
+	}
 	s.pts = nil
 	s.valid = false
 	return err
@@ -384,6 +392,9 @@ func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stat
 		return err
 	}
 	k := len(centroids) / dim
+	if err := s.relabel(ctx, k, false); err != nil {
+		return err
+	}
 	fresh := !s.valid || k != s.k
 	st.Reset(k, dim)
 	if s.L.n == 0 {
@@ -1047,6 +1058,9 @@ func (s *session) fastKernel(k int, idp, ima, wide bool) string {
 
 // Labels implements kmeans.Session.
 func (s *session) Labels(dst []int32) error {
+	if err := s.settle(context.Background()); err != nil {
+		return err
+	}
 	if !s.valid {
 		return errors.New("cudakern: Labels before Assign")
 	}
@@ -1133,6 +1147,9 @@ func widenU16(dst []int32) {
 // Farthest implements kmeans.Session with kmeans.Farthest on the host, from
 // the labels of the last Assign (it only runs when a cluster empties).
 func (s *session) Farthest(m int) ([]int, error) {
+	if err := s.settle(context.Background()); err != nil {
+		return nil, err
+	}
 	if !s.valid {
 		return nil, errors.New("cudakern: Farthest before Assign")
 	}

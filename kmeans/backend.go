@@ -3,6 +3,7 @@ package kmeans
 import (
 	"context"
 	"errors"
+	"runtime/trace"
 	"time"
 )
 
@@ -179,6 +180,34 @@ type Breath struct {
 // and count every point as moved.
 type Rebaser interface {
 	Rebase(from []int) error
+}
+
+// An AssignDeferrer is a Session that can put off an Assign whose Stats
+// the engine does not read, such as a device's, where an Assign is a
+// round trip that waits behind the work queued before it. DeferAssign
+// says that the session's labelling is now that of centroids, as after
+// Assign: the session makes it before any later call reads it (Labels,
+// Farthest, Profile, Rebase, and an Assign or LloydSteps of as many
+// centroids, whose Moved counts from it). Where the next call that labels
+// the points is an Assign or a LloydSteps from no previous inertia of a
+// different number of centroids, which counts every point as moved, or
+// the session is closed, the deferred labelling need never be made.
+// Breathing k-means defers the Assign that puts its best back after a
+// breath that did not lower the inertia: its next grown run, of more
+// centroids, or the refinement on other points, follows.
+type AssignDeferrer interface {
+	DeferAssign(centroids []int32) error
+}
+
+// assignLater leaves sess labelled with centroids, as Assign does (st
+// then holds that labelling's statistics, or, where sess defers it, is
+// left as it was). It is the runtime/trace region kmeans.relabel.
+func assignLater(ctx context.Context, sess Session, centroids []int32, st *Stats) error {
+	defer trace.StartRegion(ctx, "kmeans.relabel").End()
+	if d, ok := sess.(AssignDeferrer); ok {
+		return d.DeferAssign(centroids)
+	}
+	return sess.Assign(ctx, centroids, st)
 }
 
 // A Seeder is a Session that runs weighted k-means++ (with greedy trials)

@@ -33,7 +33,9 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 			break
 		}
 		if cur != best {
-			if err := sg.sess.Assign(ctx, best.Centroids, &st); err != nil {
+			// (a device may put it off: the grown run that follows
+			// does not read it)
+			if err := assignLater(ctx, sg.sess, best.Centroids, &st); err != nil {
 				return nil, err
 			}
 			cur = best
@@ -107,8 +109,9 @@ func (r *runner) breathe(ctx context.Context, sg stage, start int, m *Model, dep
 		}
 	}
 	if cur != best {
-		// leave the session labelled with the best centroids
-		if err := sg.sess.Assign(ctx, best.Centroids, &st); err != nil {
+		// leave the session labelled with the best centroids (where
+		// breathing ran on the reduced set, nothing reads it)
+		if err := assignLater(ctx, sg.sess, best.Centroids, &st); err != nil {
 			return nil, err
 		}
 	}

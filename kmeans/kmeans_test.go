@@ -1556,6 +1556,124 @@ func TestBreatheInAhead(t *testing.T) {
 	}
 }
 
+// deferSession is an inSession that is also an AssignDeferrer, as the
+// CUDA backend's session is: it keeps a deferred Assign's centroids,
+// makes that Assign before any call that reads its labelling (settled),
+// and spares it before a call that labels the points afresh with another
+// number of centroids, and at Close (spared).
+type deferSession struct {
+	*inSession
+	deferred        []int32
+	deferrals       int
+	settled, spared int
+}
+
+func (s *deferSession) DeferAssign(cent []int32) error {
+	s.deferred = slices.Clone(cent)
+	s.deferrals++
+	return nil
+}
+
+func (s *deferSession) settle(ctx context.Context) error {
+	if s.deferred == nil {
+		return nil
+	}
+	cent := s.deferred
+	s.deferred = nil
+	s.settled++
+	return s.inSession.Assign(ctx, cent, &Stats{})
+}
+
+// relabel readies the session for a call that labels the points with k
+// centroids, counting moves from the labelling before if fromPrev.
+func (s *deferSession) relabel(ctx context.Context, k int, fromPrev bool) error {
+	if s.deferred == nil {
+		return nil
+	}
+	if fromPrev || k*s.pts.Dim == len(s.deferred) {
+		return s.settle(ctx)
+	}
+	s.deferred = nil
+	s.spared++
+	return nil
+}
+
+func (s *deferSession) Assign(ctx context.Context, cent []int32, st *Stats) error {
+	if err := s.relabel(ctx, len(cent)/s.pts.Dim, false); err != nil {
+		return err
+	}
+	return s.inSession.Assign(ctx, cent, st)
+}
+
+func (s *deferSession) LloydSteps(ctx context.Context, cent []int32, nfixed int, tol float64, prev *uint64, steps int) ([]LloydStep, error) {
+	if err := s.relabel(ctx, len(cent)/s.pts.Dim, prev != nil); err != nil {
+		return nil, err
+	}
+	return s.inSession.LloydSteps(ctx, cent, nfixed, tol, prev, steps)
+}
+
+func (s *deferSession) Labels(dst []int32) error {
+	if err := s.settle(context.Background()); err != nil {
+		return err
+	}
+	return s.inSession.Labels(dst)
+}
+
+func (s *deferSession) Farthest(m int) ([]int, error) {
+	if err := s.settle(context.Background()); err != nil {
+		return nil, err
+	}
+	return s.inSession.Farthest(m)
+}
+
+func (s *deferSession) Profile(ctx context.Context, inertia, utility []uint64) error {
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
+	return s.inSession.Profile(ctx, inertia, utility)
+}
+
+func (s *deferSession) Close() error {
+	if s.deferred != nil {
+		s.deferred = nil
+		s.spared++
+	}
+	return s.inSession.Close()
+}
+
+// TestAssignDeferred: breathing defers (AssignDeferrer) the Assigns that
+// put its best back after a breath that did not lower the inertia and at
+// its end, and nothing else; a session that makes them only where a
+// later call reads their labelling, and else never, gives the CPU's model
+// (labels included) and iterations, on the reduced set and on all points;
+// some are never made.
+func TestAssignDeferred(t *testing.T) {
+	p := randomPoints(35, 6000, 3, 2040)
+	deferrals, settled, spared := 0, 0, 0
+	for _, cfg := range append(breathConfigs, Config{K: 40, Seed: 8, Breathe: 9, Coarse: -1}, Config{K: 30, Seed: 1, Breathe: 6}) {
+		d0, s0, n0 := deferrals, settled, spared
+		b := &wrapBackend[*deferSession]{name: "defer-test", wrap: func(s Session, pts *Points) *deferSession {
+			return &deferSession{inSession: &inSession{outSession: &outSession{aheadSession: newAheadSession(s, pts)}}}
+		}}
+		sameAsCPU(t, p, cfg, b)
+		for _, s := range b.sessions {
+			deferrals += s.deferrals
+			settled += s.settled
+			spared += s.spared
+			if s.deferred != nil {
+				t.Errorf("K=%d: an Assign still deferred after Close", cfg.K)
+			}
+			for _, msg := range append(s.broken, s.outSession.broken...) {
+				t.Errorf("K=%d: %s", cfg.K, msg)
+			}
+		}
+		t.Logf("K=%d: %d Assigns deferred, %d made, %d spared", cfg.K, deferrals-d0, settled-s0, spared-n0)
+	}
+	if spared == 0 || settled == 0 || deferrals != settled+spared {
+		t.Errorf("%d Assigns deferred, %d made, %d spared: want some of each, and no other", deferrals, settled, spared)
+	}
+}
+
 func cloneIteration(it Iteration) Iteration {
 	it.Centroids = slices.Clone(it.Centroids)
 	it.Counts = slices.Clone(it.Counts)
