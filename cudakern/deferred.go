@@ -43,6 +43,9 @@ func (s *session) DeferAssign(centroids []int32) error {
 	}
 	s.pcache.ok = false // as Assign: the labelling changes
 	s.out.ready = false // the engine left the breath, if one was chained
+	if s.deferred != nil {
+		s.assignsSpared++ // a labelling deferred before, never read
+	}
 	s.deferred = slices.Clone(centroids)
 	return nil
 }
