@@ -2,7 +2,6 @@ package cudakern
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -30,12 +29,8 @@ import (
 // makes it an Assign at once (benchmarks compare the two), as does a
 // session whose passes follow a schedule (tests count them).
 func (s *session) DeferAssign(centroids []int32) error {
-	if s.pts == nil {
-		return errors.New("cudakern: DeferAssign on a closed session")
-	}
-	dim := s.L.dim
-	if len(centroids) == 0 || len(centroids)%dim != 0 {
-		return fmt.Errorf("cudakern: %d centroid coordinates for dimension %d", len(centroids), dim)
+	if err := s.checkCentroids("DeferAssign", centroids); err != nil {
+		return err
 	}
 	if s.schedule != nil || os.Getenv("KQUANT_CUDA_DEFER") == "off" {
 		var st kmeans.Stats
@@ -43,9 +38,7 @@ func (s *session) DeferAssign(centroids []int32) error {
 	}
 	s.pcache.ok = false // as Assign: the labelling changes
 	s.out.ready = false // the engine left the breath, if one was chained
-	if s.deferred != nil {
-		s.assignsSpared++ // a labelling deferred before, never read
-	}
+	s.spare()           // a labelling deferred before, never read
 	s.deferred = slices.Clone(centroids)
 	return nil
 }
@@ -76,9 +69,29 @@ func (s *session) relabel(ctx context.Context, k int, fromPrev bool) error {
 	if fromPrev || k == len(s.deferred)/s.L.dim {
 		return s.settle(ctx)
 	}
-	s.deferred = nil
+	s.spare()
 	s.valid, s.prev = false, s.prev[:0]
-	s.assignsSpared++
+	return nil
+}
+
+// spare drops the labelling that DeferAssign put off, if there is one,
+// unmade.
+func (s *session) spare() {
+	if s.deferred != nil {
+		s.deferred = nil
+		s.assignsSpared++
+	}
+}
+
+// checkCentroids reports, for call (Assign, DeferAssign), a closed
+// session or centroids that are not whole points of its dimension.
+func (s *session) checkCentroids(call string, centroids []int32) error {
+	if s.pts == nil {
+		return fmt.Errorf("cudakern: %s on a closed session", call)
+	}
+	if dim := s.L.dim; len(centroids) == 0 || len(centroids)%dim != 0 {
+		return fmt.Errorf("cudakern: %d centroid coordinates for dimension %d", len(centroids), dim)
+	}
 	return nil
 }
 

@@ -368,10 +368,7 @@ func (s *session) Close() error {
 	if s.tm != nil {
 		s.tm.Close()
 	}
-	if s.deferred != nil {
-		s.deferred = nil
-		s.assignsSpared++ // nothing read it
-	}
+	s.spare() // nothing read it
 	s.pts = nil
 	s.valid = false
 	return err
@@ -381,13 +378,10 @@ func (s *session) Close() error {
 func (s *session) Assign(ctx context.Context, centroids []int32, st *kmeans.Stats) error {
 	s.pcache.ok = false // a batch's profile no longer describes the labelling
 	s.out.ready = false // the engine left the breath, if one was chained
-	if s.pts == nil {
-		return errors.New("cudakern: Assign on a closed session")
+	if err := s.checkCentroids("Assign", centroids); err != nil {
+		return err
 	}
 	dim := s.L.dim
-	if len(centroids) == 0 || len(centroids)%dim != 0 {
-		return fmt.Errorf("cudakern: %d centroid coordinates for dimension %d", len(centroids), dim)
-	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
