@@ -123,6 +123,7 @@ type cpuSession struct {
 
 	geo  geometry
 	part []partial
+	crew *crew        // the passes' goroutines, which wait between passes
 	tree *treeSession // for Profile, built on first use
 
 	// Rebase's ancestry for the next Assign, and while that Assign runs:
@@ -229,7 +230,7 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 	}
 	s.geo.build(centroids, s.dim, s.prev, s.algo, s.workers)
 
-	_, workers := chunks(s.n, s.workers)
+	nchunks, workers := chunks(s.n, s.workers)
 	if len(s.part) < workers {
 		s.part = append(s.part, make([]partial, workers-len(s.part))...)
 	}
@@ -237,7 +238,8 @@ func (s *cpuSession) Assign(ctx context.Context, centroids []int32, st *Stats) e
 		s.part[w].reset(k, s.dim)
 		s.part[w].track = s.update == UpdateHost
 	}
-	err := forChunks(ctx, s.n, workers, func(w, _, lo, hi int) {
+	err := runCrew(ctx, &s.crew, nchunks, workers, func(w, c int) {
+		lo, hi := c*chunk, min((c+1)*chunk, s.n)
 		p := &s.part[w]
 		switch s.algo {
 		case Bounds:

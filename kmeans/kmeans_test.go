@@ -1881,3 +1881,41 @@ func TestSessionOptionsExtent(t *testing.T) {
 		t.Errorf("Extent with another set's summary: %v %v %d (%v), want %v %v %d", lo, hi, total, err, wlo, whi, wtotal)
 	}
 }
+
+// BenchmarkPass: a steady pass (Assign) of each per-point algorithm on the
+// CPU, on the seeds' synthetic sets of the bench's d = 8 sweep (n =
+// 30 000, k = 16 and 32), on every thread: the centroids of a plain Lloyd
+// run's iterations in turn, so that each pass starts from the labelling of
+// the one before. On many threads a pass of a few hundred microseconds
+// pays its goroutines' start and wake-up (the fixed cost that Calibrate
+// measures).
+func BenchmarkPass(b *testing.B) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		k  int
+		s2 float64
+	}{{16, 0.001}, {32, 0.1}} {
+		pts := Synthetic(30000, 8, c.k, c.s2, 1)
+		var seq [][]int32
+		if _, err := Run(ctx, pts, Config{K: c.k, Seed: 1, Starts: 1, Breathe: -1, Coarse: -1, Algorithm: Lloyd, MaxIter: 12}, func(it Iteration) {
+			seq = append(seq, slices.Clone(it.Centroids))
+		}); err != nil {
+			b.Fatal(err)
+		}
+		for _, algo := range []Algorithm{Lloyd, Bounds, WuHong, GEMM} {
+			b.Run(fmt.Sprintf("k=%d/σ²=%g/%s", c.k, c.s2, algo), func(b *testing.B) {
+				sess, err := CPU.Open(pts, SessionOptions{Algorithm: algo, MaxK: c.k})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer sess.Close()
+				var st Stats
+				for i := range b.N {
+					if err := sess.Assign(ctx, seq[i%len(seq)], &st); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1010,13 +1010,7 @@ func (t *treeSession) Close() error {
 // parallel runs f(w, task) for every task in [0, tasks) on workers
 // goroutines (see crew).
 func (t *treeSession) parallel(ctx context.Context, tasks, workers int, f func(w, task int)) error {
-	if workers <= 1 {
-		return parallel(ctx, tasks, 1, f)
-	}
-	if t.crew == nil || len(t.crew.alive) != workers-1 {
-		t.crew = newCrew(workers - 1)
-	}
-	return t.crew.run(ctx, tasks, f)
+	return runCrew(ctx, &t.crew, tasks, workers, f)
 }
 
 // taskCandidates prunes the candidates 0…k−1 of the last Assign's
