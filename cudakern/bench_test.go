@@ -306,16 +306,21 @@ func BenchmarkSeed(b *testing.B) {
 }
 
 // BenchmarkSeedChunk: k-means++ on the device at k = 256, all steps
-// streamed (kq_pp_steps), on the deduplicated colours of real images, for
-// chunks of at least chunk points a block: fewer blocks make each step's
-// scans of the blocks' totals shorter and the barrier cheaper, more share
-// its gains out wider.
+// streamed (kq_pp_steps), on phaseSets (the deduplicated colours of real
+// images, and the reduced sets where a default run seeds), for chunks of
+// at least chunk points a block: fewer blocks make each step's scans of
+// the blocks' totals shorter, the barrier cheaper and the reads of the
+// same words by every block fewer, more share its gains out wider.
 func BenchmarkSeedChunk(b *testing.B) {
 	g := gpu(b)
 	const k = 256
 	trials := 2 + int(math.Log(k))
-	for _, name := range []string{"home.jpg", "graf1.png", "altai-5120.png"} {
-		pts, s := openColours(b, g, name, k)
+	for _, c := range phaseSets {
+		name := c.name
+		pts, s := openSet(b, g, name, k, c.reduced)
+		if c.reduced {
+			name += "/reduced"
+		}
 		for _, chunk := range []int{256, 384, 512, 768, 1024} {
 			b.Run(fmt.Sprintf("%s/chunk=%d", name, chunk), func(b *testing.B) {
 				old := ppChunkMin
